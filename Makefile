@@ -1,0 +1,42 @@
+# One entry point for every task. A fresh clone needs only python3 (3.11 or 3.12) and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8888
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test test-fast release check bench setup clean help
+
+help:  ## list the commands
+	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/jupyter labextension enable @jupyter/nbgrader >/dev/null
+	$(BIN)/jupyter server extension enable nbgrader.server_extensions.validate_assignment >/dev/null
+	$(BIN)/python -m raylab.env
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create the virtual environment and install the pinned packages
+
+lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT))
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+	  --ServerApp.port=$(PORT) --no-browser --allow-root
+
+test: $(STAMP)  ## the whole test suite (what CI runs)
+	$(BIN)/python -m pytest tests
+
+test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
+	$(BIN)/python -m pytest tests -m "not slow and not browser"
+
+release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment
+	$(BIN)/python -m grader.release
+
+check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
+	$(BIN)/python -m grader.check
+
+clean:  ## remove grading work files and scratch output (keeps the venv)
+	rm -rf .grading .scratch

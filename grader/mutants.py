@@ -1,0 +1,110 @@
+"""Realistic wrong answers ("mutants") and the submissions built from them.
+
+``grader/mutants/<lab>.yaml`` maps each answer cell of a lab to the test cells that grade it and to
+at least two named mutants. A mutant is a list of exact text replacements applied to the solution
+of that answer cell; each ``old`` text must occur exactly once, so a mutant cannot silently stop
+applying when a solution is edited::
+
+    environment_report_answer:
+      tests: [environment_report_tests]
+      mutants:
+        - name: reports_documented_python_not_installed
+          why: copies the version the course documents instead of asking the interpreter
+          replace:
+            - ['platform.python_version()', '"3.12.0"']
+
+Submissions are built the way a learner makes them: the released notebook with answer cells
+filled in. Round ``k`` fills every answer cell with its ``k``-th mutant (or its solution when it has
+fewer), so one autograde run checks one mutant of every exercise. That is sound because exercises
+are independent: ``tests/test_mutants.py`` checks that no answer or test cell uses a name defined
+by another exercise's answer cell.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from grader import course
+
+MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
+
+
+@dataclass
+class Mutant:
+    answer: str
+    name: str
+    why: str
+    replace: list[tuple[str, str]]
+
+
+@dataclass
+class Exercise:
+    answer: str
+    tests: list[str]
+    mutants: list[Mutant]
+
+
+def load(lab: str) -> dict[str, Exercise]:
+    path = MUTANTS_DIR / f"{lab}.yaml"
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    exercises = {}
+    for answer, spec in data.items():
+        mutants = [Mutant(answer, m["name"], m.get("why", ""), [tuple(r) for r in m["replace"]])
+                   for m in spec.get("mutants", [])]
+        exercises[answer] = Exercise(answer, list(spec["tests"]), mutants)
+    return exercises
+
+
+def strip_solution_markers(source: str) -> str:
+    """What a learner's finished cell looks like: the solution without nbgrader's markers."""
+    return SOLUTION_REGION.sub("", source)
+
+
+def answer_sources(lab: str) -> dict[str, str]:
+    """``{grade_id: learner-style source}`` of every answer cell in the solution notebook."""
+    nb = nbformat.read(course.solution_path(lab), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: strip_solution_markers(c.source)
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def apply(source: str, mutant: Mutant) -> str:
+    for old, new in mutant.replace:
+        count = source.count(old)
+        if count != 1:
+            raise ValueError(f"mutant {mutant.answer}/{mutant.name}: {old!r} occurs {count} times "
+                             "in the solution (must be exactly once)")
+        source = source.replace(old, new)
+    return source
+
+
+def submission(lab: str, answers: dict[str, str] | None) -> nbformat.NotebookNode:
+    """The released notebook with the given answer cells filled in (``None``: left as released)."""
+    nb = copy.deepcopy(nbformat.read(course.release_path(lab), as_version=4))
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if answers and grade_id in answers:
+            cell.source = answers[grade_id]
+    return nb
+
+
+def rounds(lab: str) -> list[dict[str, Mutant]]:
+    """Round k: ``{answer_grade_id: its k-th mutant}`` over every exercise that has one."""
+    exercises = load(lab)
+    depth = max((len(e.mutants) for e in exercises.values()), default=0)
+    return [{a: e.mutants[k] for a, e in exercises.items() if k < len(e.mutants)}
+            for k in range(depth)]
+
+
+def round_answers(lab: str, mutants: dict[str, Mutant]) -> dict[str, str]:
+    answers = answer_sources(lab)
+    for answer, mutant in mutants.items():
+        answers[answer] = apply(answers[answer], mutant)
+    return answers

@@ -1,0 +1,55 @@
+"""Readable checks for test cells: they say what is wrong and where to look.
+
+A failed check raises ``AssertionError`` with a message written for the learner, so nbgrader's
+feedback and the Validate button show a sentence instead of a bare ``assert`` line.
+"""
+from __future__ import annotations
+
+import math
+
+
+class CheckFailed(AssertionError):
+    """A course check failed; the message says what to fix."""
+
+
+def check(condition, message: str, *, hint: str | None = None) -> None:
+    """Fail with ``message`` (and an optional pointer to the section to reread) unless true."""
+    if not condition:
+        text = message if hint is None else f"{message}\nHint: {hint}"
+        raise CheckFailed(text)
+
+
+def check_equal(actual, expected, what: str, *, hint: str | None = None) -> None:
+    check(actual == expected, f"{what}: expected {expected!r}, got {actual!r}.", hint=hint)
+
+
+def check_close(actual, expected, what: str, *, rel: float = 1e-6, abs_tol: float = 1e-9,
+                hint: str | None = None) -> None:
+    check(isinstance(actual, (int, float)) and not isinstance(actual, bool),
+          f"{what}: expected a number, got {type(actual).__name__} ({actual!r}).", hint=hint)
+    check(math.isclose(actual, expected, rel_tol=rel, abs_tol=abs_tol),
+          f"{what}: expected about {expected!r}, got {actual!r}.", hint=hint)
+
+
+def check_type(value, types, what: str, *, hint: str | None = None) -> None:
+    names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+    check(isinstance(value, types), f"{what} should be a {names}, got {type(value).__name__}.",
+          hint=hint)
+
+
+def check_keys(mapping, keys, what: str, *, hint: str | None = None) -> None:
+    check_type(mapping, dict, what, hint=hint)
+    missing = [k for k in keys if k not in mapping]
+    check(not missing, f"{what} is missing the key(s) {missing}.", hint=hint)
+
+
+def check_raises(exc_types, fn, what: str, *, hint: str | None = None):
+    """Call ``fn()`` and require it to raise one of ``exc_types``; return the exception."""
+    try:
+        fn()
+    except exc_types as exc:  # the expected failure
+        return exc
+    except Exception as exc:  # noqa: BLE001 - report what was raised instead
+        raise CheckFailed(f"{what}: expected {exc_types!r}, got {type(exc).__name__}: {exc}") from exc
+    raise CheckFailed(f"{what}: expected {exc_types!r} to be raised, but nothing was raised."
+                      + (f"\nHint: {hint}" if hint else ""))

@@ -1,0 +1,71 @@
+"""Environment check: what the course runs on, as [OK]/[FAIL] lines.
+
+Learners run ``python -m raylab.env`` (or lab 00) before the first lab; CI runs the same check as a
+test. It exits non-zero when a required piece is missing or at the wrong version.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+import sys
+
+# What the course was checked with. Python 3.12 is what the course documents; 3.11 works too.
+REQUIRED = {
+    "ray": "2.58.0",
+    "torch": "2.13.0",
+    "jupyterlab": "4.6.6",
+    "nbgrader": "0.9.6",
+}
+MIN_PYTHON = (3, 11)
+
+
+def installed_version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def ray_extra_requirements(extra: str) -> list[str]:
+    """The distributions ``pip install 'ray[<extra>]'`` pulls in, read from Ray's own metadata."""
+    names = []
+    for req in md.requires("ray") or []:
+        if "extra ==" not in req:
+            continue
+        spec, marker = req.split(";", 1)
+        if f'extra == "{extra}"' in marker.replace("'", '"'):
+            name = spec.strip().split("[")[0]
+            for sep in "<>=!~ (":
+                name = name.split(sep)[0]
+            names.append(name.strip().lower())
+    return sorted(set(names))
+
+
+def checks() -> list[tuple[str, bool, str]]:
+    """(name, ok, detail) rows. Torch's local build tag (``+cpu``/``+cu128``) is accepted."""
+    rows = [("python", sys.version_info[:2] >= MIN_PYTHON, platform.python_version())]
+    for dist, wanted in REQUIRED.items():
+        got = installed_version(dist)
+        ok = got is not None and got.split("+")[0] == wanted
+        rows.append((dist, ok, f"{got or 'missing'} (course: {wanted})"))
+    try:
+        import torch
+
+        cuda = torch.cuda.is_available()
+        detail = f"{torch.cuda.device_count()} GPU(s), CUDA {torch.version.cuda}" if cuda else \
+            "no CUDA device: labs use CPU and the gloo backend"
+        rows.append(("cuda", True, detail))
+    except ImportError:
+        rows.append(("cuda", False, "torch is not importable"))
+    return rows
+
+
+def main() -> int:
+    rows = checks()
+    for name, ok, detail in rows:
+        print(f"[{'OK' if ok else 'FAIL'}] {name:<11} {detail}")
+    return 0 if all(ok for _, ok, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Labelled matplotlib figures the labs show instead of tables of numbers."""
+from __future__ import annotations
+
+
+def _plt():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() == "agg" or not _in_notebook():
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+
+        return get_ipython() is not None
+    except ImportError:
+        return False
+
+
+def curves(series: dict, *, title: str, xlabel: str, ylabel: str, ax=None, marker: str = "o"):
+    """One line per key of ``series`` (``{label: [(x, y), ...]}`` or ``{label: [y, ...]}``)."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for label, points in series.items():
+        points = list(points)
+        if points and not isinstance(points[0], (tuple, list)):
+            points = list(enumerate(points))
+        xs, ys = zip(*points) if points else ((), ())
+        ax.plot(xs, ys, marker=marker, label=str(label))
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if series:
+        ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def bars(values: dict, *, title: str, xlabel: str, ylabel: str, ax=None):
+    """A labelled bar chart of ``{label: value}``."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    labels = [str(k) for k in values]
+    ax.bar(labels, list(values.values()))
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return ax
