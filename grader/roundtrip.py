@@ -1,0 +1,153 @@
+"""Autograde a lab's solution, its untouched learner copy and its mutants through real nbgrader.
+
+``python -m grader.roundtrip 00_lab_setup`` prints one line per submission and per graded cell and
+exits non-zero when the autograder is wrong in either direction: the solution below full marks,
+the untouched learner copy above 0, a mutant at full marks on the exercise it breaks, a mutant
+caught only by a crash instead of a check, an error in any cell of the solution, or Ray processes
+left behind. ``tests/test_autograde_roundtrip.py`` runs the same function for every lab.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from grader import course, mutants
+
+# A mutant counts as caught only when a check says so, not when the notebook crashes.
+CHECK_ERRORS = {"CheckFailed", "AssertionError"}
+
+
+@dataclass
+class Graded:
+    student: str
+    scores: dict  # grade_id -> (score, max)
+    errors: dict  # grade_id -> (ename, evalue) of the first error output in that cell
+    mutated: dict = field(default_factory=dict)  # answer grade_id -> mutant name
+
+
+@dataclass
+class RoundTrip:
+    lab: str
+    seconds: float
+    graded: dict  # student -> Graded
+    leftover_ray: list
+    problems: list
+
+
+def _errors(nb_path: Path) -> dict:
+    nb = nbformat.read(nb_path, as_version=4)
+    found = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found[grade_id] = (out.get("ename"), out.get("evalue", "")[:300])
+                break
+    return found
+
+
+def run(lab: str, grading_dir: Path | None = None) -> RoundTrip:
+    import raylab
+
+    start = time.monotonic()
+    grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
+    problems = []
+    gen = course.generate(lab, grading_dir, release_dir=grading_dir / "release")
+    if gen.returncode != 0:
+        return RoundTrip(lab, 0.0, {}, [], [f"generate_assignment failed:\n{gen.output[-2000:]}"])
+
+    submissions = {"solution": (mutants.answer_sources(lab), {}), "untouched": (None, {})}
+    for k, rnd in enumerate(mutants.rounds(lab)):
+        submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd),
+                                      {a: m.name for a, m in rnd.items()})
+    for student, (answers, _) in submissions.items():
+        path = grading_dir / "built" / f"{student}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(mutants.submission(lab, answers), path)
+        course.submit(lab, student, path, grading_dir)
+
+    run_id = uuid.uuid4().hex
+    ag = course.autograde(lab, grading_dir, env={"RAYLAB_RUN_ID": run_id})
+    if ag.returncode != 0:
+        problems.append(f"nbgrader autograde exited {ag.returncode}:\n{ag.output[-3000:]}")
+    leftover = raylab.ray_processes(run_id=run_id)
+    if leftover:
+        problems.append(f"{len(leftover)} Ray process(es) left after grading: {leftover[:3]}")
+
+    exercises = mutants.load(lab)
+    graded = {}
+    for student, (_, mutated) in submissions.items():
+        try:
+            scores = course.cell_scores(lab, student, grading_dir)
+        except Exception as exc:  # noqa: BLE001 - reported as a problem below
+            problems.append(f"{student}: no scores in the gradebook ({exc})")
+            continue
+        nb_path = grading_dir / "autograded" / student / lab / f"{lab}.ipynb"
+        errors = _errors(nb_path) if nb_path.exists() else {}
+        graded[student] = Graded(student, scores, errors, mutated)
+
+    auto = {g: s for g, s in graded.get("solution", Graded("", {}, {})).scores.items()
+            if s[0] is not None or s[1]}
+    sol = graded.get("solution")
+    if sol:
+        for grade_id, (score, max_score) in sol.scores.items():
+            if score is not None and score < max_score:
+                problems.append(f"solution: {grade_id} scored {score}/{max_score}")
+        for grade_id, (ename, evalue) in sol.errors.items():
+            problems.append(f"solution: error in cell {grade_id}: {ename}: {evalue}")
+    untouched = graded.get("untouched")
+    if untouched:
+        for grade_id, (score, _) in untouched.scores.items():
+            if score:
+                problems.append(f"untouched learner copy: {grade_id} scored {score}")
+    for student, g in graded.items():
+        for answer, name in g.mutated.items():
+            for test_id in exercises[answer].tests:
+                score, max_score = g.scores.get(test_id, (None, None))
+                ename = g.errors.get(test_id, (None, ""))[0]
+                if score is None or score >= max_score:
+                    problems.append(f"mutant {answer}/{name}: {test_id} scored {score}/{max_score}")
+                elif ename not in CHECK_ERRORS:
+                    problems.append(f"mutant {answer}/{name}: {test_id} failed with {ename}, "
+                                    "not a check (a crash is not proof the tests catch it)")
+    if not auto:
+        problems.append("the lab has no autograded cells")
+    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems)
+
+
+def report(rt: RoundTrip) -> str:
+    lines = [f"{rt.lab}: {rt.seconds:.0f} s, {len(rt.graded)} submissions"]
+    for student, g in rt.graded.items():
+        total = sum(s or 0 for s, _ in g.scores.values())
+        top = sum(m or 0 for _, m in g.scores.values())
+        lines.append(f"  {student:<10} {total:g}/{top:g}")
+        for answer, name in g.mutated.items():
+            lines.append(f"      mutant {answer}: {name}")
+        for grade_id, (score, max_score) in g.scores.items():
+            err = g.errors.get(grade_id)
+            lines.append(f"      {grade_id:<34} {score}/{max_score}" + (f"  {err[0]}: {err[1][:90]!r}" if err else ""))
+    lines += [f"  PROBLEM: {p}" for p in rt.problems] or ["  OK: autograder right in both directions"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("labs", nargs="*")
+    args = parser.parse_args(argv)
+    bad = 0
+    for lab in args.labs or course.labs():
+        rt = run(lab)
+        print(report(rt), flush=True)
+        bad += bool(rt.problems)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
