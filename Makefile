@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench setup clean help
+.PHONY: lab test test-fast release check bench gpu-check setup clean help
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
 	$(BIN)/python -m grader.check
+
+gpu-check: $(STAMP)  ## before a GPU workshop: run lab 08's DDP path on CUDA, print step times and backend
+	$(BIN)/python scripts/gpu_check.py
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch
