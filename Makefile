@@ -33,10 +33,10 @@ test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment
-	$(BIN)/python -m grader.release
+	PYTHONPATH=. $(BIN)/python -m grader.release
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
-	$(BIN)/python -m grader.check
+	PYTHONPATH=. $(BIN)/python -m grader.check
 
 gpu-check: $(STAMP)  ## before a GPU workshop: run lab 08's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py

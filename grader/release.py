@@ -6,6 +6,7 @@ uses to restore locked and hidden-test cells) goes to the grading work folder.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -22,11 +23,32 @@ def release(labs: list[str], release_dir: Path | None = None, grading_dir: Path 
         print(f"released {lab}")
 
 
+PUBLISHED = course.ROOT / "grader" / "published_grade_ids.json"
+
+
+def record_published_grade_ids(labs: list[str]) -> None:
+    """Add the released labs' grade_ids to the record that tests/test_course_format.py guards.
+
+    Ids are only ever added: a gradebook and the Japanese edition refer to every released id.
+    """
+    import nbformat
+
+    published = json.loads(PUBLISHED.read_text()) if PUBLISHED.exists() else {}
+    for lab in labs:
+        nb = nbformat.read(course.solution_path(lab), as_version=4)
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells]
+        known = published.get(lab, [])
+        published[lab] = known + [i for i in ids if i not in known]
+    PUBLISHED.write_text(json.dumps(dict(sorted(published.items())), indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("labs", nargs="*", help="assignment ids (default: all)")
     args = parser.parse_args(argv)
-    release(args.labs or course.labs(), grading_dir=course.ROOT / ".grading")
+    labs = args.labs or course.labs()
+    release(labs, grading_dir=course.ROOT / ".grading")
+    record_published_grade_ids(labs)
     return 0
 
 

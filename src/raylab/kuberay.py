@@ -1,0 +1,557 @@
+"""KubeRay manifests offline: load them, validate them against the real CRD schemas, read them.
+
+Nothing here talks to a Kubernetes cluster. Lab 07 teaches running Ray Train and Tune on EKS with
+KubeRay as an engineering review of real artefacts, so this module provides:
+
+* :func:`load_manifest` / :func:`load_example`: a RayJob or RayCluster manifest as a ``dict``;
+* :func:`validate_manifest`: the checks the Kubernetes API server would run on ``kubectl apply``
+  (the ``openAPIV3Schema`` of the KubeRay v1.7.0 CRDs vendored in ``kuberay_crds/``, unknown fields
+  rejected as with ``kubectl``'s default strict field validation), reported as readable
+  ``path: message`` problems;
+* :func:`operator_problems`: a few checks the KubeRay operator itself makes after the API server
+  accepted the object;
+* readers for review code: :func:`worker_groups`, :func:`head_group` (the Ray resources each Pod
+  gives Ray, worked out the way KubeRay does, and the Pod's volume mounts), :func:`parse_quantity`;
+* the vocabulary of the lab's plan review: :class:`Plan`, :class:`NodeGroup`, :class:`Finding`
+  and :data:`FINDING_CODES`.
+
+What the offline validation does *not* do: evaluate the CRDs' CEL rules
+(``x-kubernetes-validations``), run admission webhooks, or check that images, PVCs, service
+accounts or node groups exist. A manifest that passes here can still fail on a real cluster.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+KUBERAY_VERSION = "v1.7.0"
+API_GROUP = "ray.io"
+CRD_DIR = Path(__file__).resolve().parent / "kuberay_crds"
+EXAMPLES_DIR = Path(__file__).resolve().parent / "kuberay_examples"
+CRD_FILES = {"RayJob": "ray.io_rayjobs.yaml", "RayCluster": "ray.io_rayclusters.yaml"}
+
+# Volume kinds whose data outlives a Pod and can be mounted by Pods on several nodes (for a PVC,
+# only with a ReadWriteMany volume such as EFS: the access mode lives in the PVC, not here).
+SHARED_VOLUME_KINDS = ("persistentVolumeClaim", "nfs")
+
+# The Kubernetes quantity syntax (the pattern the CRDs use for resources.limits / requests).
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+_SUFFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "P": 1e15, "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+           "Pi": 2.0**50, "Ei": 2.0**60}
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+def load_manifest(source) -> dict:
+    """A manifest as a ``dict``, from a ``dict``, a path, or YAML text (exactly one document)."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source)
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                    and source.endswith((".yaml", ".yml"))):
+        source = Path(source).read_text()
+    if not isinstance(source, str):
+        raise TypeError(f"expected a dict, a path or YAML text, got {type(source).__name__}")
+    docs = [d for d in yaml.safe_load_all(source) if d is not None]
+    if len(docs) != 1:
+        raise ValueError(f"expected exactly one YAML document, found {len(docs)}")
+    if not isinstance(docs[0], dict):
+        raise ValueError(f"a manifest is a YAML mapping, got {type(docs[0]).__name__}")
+    return docs[0]
+
+
+def example_names() -> list[str]:
+    """The example manifests that ship with the course."""
+    return sorted(p.name for p in EXAMPLES_DIR.glob("*.yaml"))
+
+
+def example_text(name: str) -> str:
+    """The YAML text of a shipped example (``name`` as in :func:`example_names`)."""
+    return (EXAMPLES_DIR / name).read_text()
+
+
+def load_example(name: str) -> dict:
+    return load_manifest(example_text(name))
+
+
+# --------------------------------------------------------------------------------------------
+# The CRD schemas
+# --------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _crd(kind: str) -> dict:
+    if kind not in CRD_FILES:
+        raise KeyError(f"no CRD for kind {kind!r}; known: {sorted(CRD_FILES)}")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is 5x faster here
+    with open(CRD_DIR / CRD_FILES[kind]) as fh:
+        return yaml.load(fh, Loader=loader)
+
+
+def crd(kind: str) -> dict:
+    """The CustomResourceDefinition of ``kind`` (``"RayJob"`` or ``"RayCluster"``), a copy."""
+    return copy.deepcopy(_crd(kind))
+
+
+def served_versions(kind: str) -> dict[str, bool]:
+    """``{version: deprecated}`` for every version the CRD serves (``v1`` is the storage one)."""
+    return {v["name"]: bool(v.get("deprecated")) for v in _crd(kind)["spec"]["versions"]
+            if v.get("served")}
+
+
+def crd_schema(kind: str, version: str = "v1") -> dict:
+    """The ``openAPIV3Schema`` of one served version of the CRD, unchanged (a copy)."""
+    for v in _crd(kind)["spec"]["versions"]:
+        if v["name"] == version and v.get("served"):
+            return copy.deepcopy(v["schema"]["openAPIV3Schema"])
+    raise KeyError(f"{kind} CRD does not serve version {version!r}")
+
+
+def _adapt(node, strict: bool):
+    """Make a Kubernetes structural schema usable by a JSON Schema validator.
+
+    * ``nullable: true`` becomes a ``"null"`` alternative of ``type``;
+    * with ``strict``, an object that lists its ``properties`` and neither has
+      ``additionalProperties`` nor ``x-kubernetes-preserve-unknown-fields`` rejects other keys
+      (the API server prunes them silently; ``kubectl apply`` rejects them by default);
+    * ``x-kubernetes-int-or-string`` needs nothing: the CRDs spell it out as
+      ``anyOf: [integer, string]`` and JSON Schema applies ``pattern`` to strings only;
+    * other ``x-kubernetes-*`` keys are kept (a validator ignores unknown keywords): the error
+      formatter reads them, CEL rules are not evaluated.
+    """
+    if isinstance(node, list):
+        return [_adapt(x, strict) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _adapt(v, strict) if k not in ("enum", "default", "example") else v
+           for k, v in node.items()}
+    if node.get("nullable") and isinstance(node.get("type"), str):
+        out["type"] = [node["type"], "null"]
+    if (strict and node.get("type") == "object" and "properties" in node
+            and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(kind: str, version: str, strict: bool):
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+
+    @checker.checks("int32")
+    def _int32(value):  # noqa: ANN001 - jsonschema's format-check signature
+        return not isinstance(value, int) or -2**31 <= value < 2**31
+
+    @checker.checks("int64")
+    def _int64(value):  # noqa: ANN001
+        return not isinstance(value, int) or -2**63 <= value < 2**63
+
+    schema = _adapt(crd_schema(kind, version), strict)
+    return jsonschema.Draft7Validator(schema, format_checker=checker)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class SchemaProblem:
+    """One reason a manifest would be rejected: where (a dotted path) and why."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<manifest>'}: {self.message}"
+
+
+class ManifestInvalid(ValueError):
+    """Raised by :func:`check_manifest`; ``.problems`` lists every problem found."""
+
+    def __init__(self, problems: list[SchemaProblem]):
+        self.problems = list(problems)
+        super().__init__(format_problems(self.problems))
+
+
+def format_path(parts) -> str:
+    """``["spec", "workerGroupSpecs", 0, "maxReplicas"]`` -> ``spec.workerGroupSpecs[0].maxReplicas``."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", str(part)):
+            text += ("." if text else "") + str(part)
+        else:
+            text += f"[{str(part)!r}]"
+    return text
+
+
+def format_problems(problems) -> str:
+    if not problems:
+        return "no problems"
+    lines = [f"{len(problems)} problem(s):"] + [f"  - {p}" for p in problems]
+    return "\n".join(lines)
+
+
+_JSON_TYPE = {"string": "a string", "integer": "an integer", "number": "a number",
+              "boolean": "a boolean (true/false)", "object": "a mapping", "array": "a list"}
+
+
+def _yaml_kind(value) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _problems_from_error(err, kind: str, version: str) -> list[SchemaProblem]:
+    path = list(err.absolute_path)
+    value = err.instance
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "additionalProperties" and isinstance(value, dict):
+        known = set(schema.get("properties", {}))
+        return [SchemaProblem(format_path(path + [k]),
+                              f"unknown field (the {kind} {version} schema has no such field; "
+                              "check the spelling and the indentation)")
+                for k in sorted(set(value) - known)]
+    if err.validator == "required" and isinstance(value, dict):
+        return [SchemaProblem(format_path(path + [k]), "required field is missing")
+                for k in err.validator_value if k not in value]
+    if err.validator == "type":
+        wanted = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        wanted_text = " or ".join(_JSON_TYPE.get(t, t) for t in wanted if t != "null")
+        msg = f"expected {wanted_text}, got {_yaml_kind(value)}"
+        if "string" in wanted and isinstance(value, (bool, int, float)):
+            quoted = str(value).lower() if isinstance(value, bool) else str(value)
+            msg += f' (quote it in YAML: "{quoted}")'
+        elif "integer" in wanted and isinstance(value, str):
+            msg += " (write the number without quotes)"
+        return [SchemaProblem(format_path(path), msg)]
+    if err.validator == "pattern" and schema.get("x-kubernetes-int-or-string"):
+        return [SchemaProblem(format_path(path),
+                              f"{value!r} is not a Kubernetes quantity (write e.g. 8, \"500m\" "
+                              "or \"32Gi\")")]
+    if err.validator == "anyOf" and schema.get("x-kubernetes-int-or-string"):
+        return [SchemaProblem(format_path(path),
+                              f"expected an integer or a string, got {_yaml_kind(value)}")]
+    if err.validator == "enum":
+        return [SchemaProblem(format_path(path),
+                              f"{value!r} is not one of {list(err.validator_value)}")]
+    if err.validator == "format":
+        return [SchemaProblem(format_path(path),
+                              f"{value!r} does not fit the {err.validator_value} format")]
+    return [SchemaProblem(format_path(path), err.message)]
+
+
+def validate_manifest(manifest, *, strict: bool = True) -> list[SchemaProblem]:
+    """Every reason the API server would reject ``manifest``; ``[]`` means it would accept it.
+
+    ``manifest`` is a ``dict``, a path or YAML text. Checks ``apiVersion``/``kind`` against the
+    vendored KubeRay CRDs, ``metadata.name``, then the served version's ``openAPIV3Schema``.
+    ``strict=False`` accepts unknown fields (the API server would then drop them silently).
+    """
+    m = load_manifest(manifest)
+    kind = m.get("kind")
+    if kind not in CRD_FILES:
+        return [SchemaProblem("kind", f"expected one of {sorted(CRD_FILES)}, got {kind!r}")]
+    api_version = m.get("apiVersion")
+    group, _, version = str(api_version).partition("/")
+    versions = served_versions(kind)
+    if group != API_GROUP or version not in versions:
+        wanted = ", ".join(f"{API_GROUP}/{v}" for v in versions)
+        return [SchemaProblem("apiVersion", f"expected one of {wanted}, got {api_version!r}")]
+    problems = []
+    meta = m.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not name:
+        problems.append(SchemaProblem("metadata.name", "required field is missing"))
+    elif not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        problems.append(SchemaProblem(
+            "metadata.name", f"{name!r} is not a valid name (lower-case letters, digits, '-' and "
+            "'.', starting and ending with a letter or digit)"))
+    for err in _validator(kind, version, strict).iter_errors(m):
+        problems.extend(_problems_from_error(err, kind, version))
+    return sorted(set(problems))
+
+
+def check_manifest(manifest, *, strict: bool = True) -> dict:
+    """The parsed manifest if it is valid; otherwise raise :class:`ManifestInvalid`."""
+    m = load_manifest(manifest)
+    problems = validate_manifest(m, strict=strict)
+    if problems:
+        raise ManifestInvalid(problems)
+    return m
+
+
+def operator_problems(manifest) -> list[SchemaProblem]:
+    """A few checks the KubeRay operator makes after the API server accepted the object.
+
+    Replica bounds (negative, ``minReplicas > maxReplicas``), Ray resources set both in
+    ``rayStartParams`` and in the group's ``resources`` field, and the RayCluster/RayJob name
+    (a DNS-1035 label: starts with a letter). Assumes a schema-valid manifest.
+    """
+    m = load_manifest(manifest)
+    problems = []
+    name = (m.get("metadata") or {}).get("name") or ""
+    if not _DNS1035_LABEL.match(name):
+        problems.append(SchemaProblem("metadata.name",
+                                      f"KubeRay wants a DNS-1035 label (start with a letter, no "
+                                      f"'.'), got {name!r}"))
+    spec, prefix = _cluster_spec_and_path(m)
+    groups = [(prefix + ["headGroupSpec"], spec.get("headGroupSpec") or {})]
+    groups += [(prefix + ["workerGroupSpecs", i], g)
+               for i, g in enumerate(spec.get("workerGroupSpecs") or [])]
+    for path, g in groups:
+        params = g.get("rayStartParams") or {}
+        if g.get("resources") and any(params.get(k) for k in ("num-cpus", "num-gpus", "memory",
+                                                               "resources")):
+            problems.append(SchemaProblem(format_path(path), "KubeRay rejects Ray resources set "
+                                          "both in rayStartParams and in resources"))
+        lo, hi = g.get("minReplicas"), g.get("maxReplicas")
+        for key, val in (("minReplicas", lo), ("maxReplicas", hi)):
+            if isinstance(val, int) and val < 0:
+                problems.append(SchemaProblem(format_path(path + [key]), "must not be negative"))
+        if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+            problems.append(SchemaProblem(format_path(path),
+                                          f"minReplicas {lo} is greater than maxReplicas {hi}"))
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a manifest the way KubeRay does
+# --------------------------------------------------------------------------------------------
+def parse_quantity(value) -> float:
+    """A Kubernetes quantity as a number: ``"500m"`` -> 0.5, ``"8Gi"`` -> 8 * 2**30, ``4`` -> 4.0."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    number = float(match.group("num"))
+    suffix = match.group("suffix") or ""
+    if suffix[:1] in ("e", "E"):
+        return number * 10.0 ** int(suffix[1:])
+    return number * _SUFFIX[suffix]
+
+
+def _cluster_spec_and_path(m: dict) -> tuple[dict, list]:
+    spec = m.get("spec") or {}
+    if m.get("kind") == "RayJob":
+        return spec.get("rayClusterSpec") or {}, ["spec", "rayClusterSpec"]
+    return spec, ["spec"]
+
+
+def ray_cluster_spec(manifest) -> dict:
+    """The RayCluster spec: ``spec`` of a RayCluster, ``spec.rayClusterSpec`` of a RayJob."""
+    return _cluster_spec_and_path(load_manifest(manifest))[0]
+
+
+def _ray_container(group_spec: dict) -> dict:
+    containers = (((group_spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
+    return containers[0]  # KubeRay treats the first container as the Ray container
+
+
+def pod_ray_resources(group_spec: dict) -> dict[str, float]:
+    """The logical ``CPU`` and ``GPU`` one Pod of this group gives Ray, as KubeRay decides them.
+
+    First the group's ``resources`` field, then ``rayStartParams`` (``num-cpus``, ``num-gpus``),
+    then the Ray container's ``limits`` (for CPU, ``requests`` when there is no limit; any
+    ``*/gpu`` limit such as ``nvidia.com/gpu`` for GPU). KubeRay rounds quantities up to whole
+    numbers. A value declared nowhere counts as 0 here (Ray would detect something, but a plan
+    cannot count on it).
+    """
+    override = {str(k).lower(): v for k, v in (group_spec.get("resources") or {}).items()}
+    params = group_spec.get("rayStartParams") or {}
+    res = _ray_container(group_spec).get("resources") or {}
+    limits, requests = res.get("limits") or {}, res.get("requests") or {}
+
+    def whole(q):
+        return float(math.ceil(parse_quantity(q) - 1e-9))
+
+    if "cpu" in override:
+        cpu = whole(override["cpu"])
+    elif params.get("num-cpus") not in (None, ""):
+        cpu = float(params["num-cpus"])
+    elif "cpu" in limits:
+        cpu = whole(limits["cpu"])
+    elif "cpu" in requests:
+        cpu = whole(requests["cpu"])
+    else:
+        cpu = 0.0
+    gpu_override = [v for k, v in override.items() if k == "gpu" or k.endswith("/gpu")]
+    gpu_limits = [v for k, v in limits.items() if str(k).endswith("/gpu")]
+    if gpu_override:
+        gpu = whole(gpu_override[0])
+    elif params.get("num-gpus") not in (None, ""):
+        gpu = float(params["num-gpus"])
+    elif gpu_limits:
+        gpu = whole(gpu_limits[0])
+    else:
+        gpu = 0.0
+    return {"CPU": cpu, "GPU": gpu}
+
+
+def pod_mounts(group_spec: dict) -> dict[str, str]:
+    """``{mountPath: volume kind}`` of the Ray container, e.g. ``{"/mnt/results": "persistentVolumeClaim"}``.
+
+    The kind is the volume's source field (``persistentVolumeClaim``, ``nfs``, ``emptyDir``,
+    ``hostPath``, ``configMap``, ...), ``"unknown"`` when no volume of that name exists.
+    """
+    pod = (group_spec.get("template") or {}).get("spec") or {}
+    kinds = {}
+    for vol in pod.get("volumes") or []:
+        sources = [k for k in vol if k != "name"]
+        kinds[vol.get("name")] = sources[0] if sources else "emptyDir"  # no source: emptyDir
+    return {mnt["mountPath"]: kinds.get(mnt.get("name"), "unknown")
+            for mnt in _ray_container(group_spec).get("volumeMounts") or [] if "mountPath" in mnt}
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """What a review needs to know about one group of Ray Pods."""
+
+    name: str
+    min_replicas: int
+    max_replicas: int
+    num_of_hosts: int  # Pods per replica (multi-host groups); 1 for ordinary groups
+    ray_resources: dict  # {"CPU": float, "GPU": float} one Pod gives Ray
+    mounts: dict  # {mountPath: volume kind} of the Ray container
+
+
+def _group_info(name: str, g: dict, head: bool) -> GroupInfo:
+    return GroupInfo(
+        name=name,
+        min_replicas=1 if head else int(g.get("minReplicas", 0) or 0),
+        max_replicas=1 if head else int(g.get("maxReplicas", 2**31 - 1)),
+        num_of_hosts=1 if head else int(g.get("numOfHosts", 1) or 1),
+        ray_resources=pod_ray_resources(g),
+        mounts=pod_mounts(g),
+    )
+
+
+def head_group(manifest) -> GroupInfo:
+    spec = ray_cluster_spec(manifest)
+    return _group_info("head", spec.get("headGroupSpec") or {}, head=True)
+
+
+def worker_groups(manifest) -> list[GroupInfo]:
+    spec = ray_cluster_spec(manifest)
+    return [_group_info(g.get("groupName", f"group-{i}"), g, head=False)
+            for i, g in enumerate(spec.get("workerGroupSpecs") or [])]
+
+
+# --------------------------------------------------------------------------------------------
+# The plan review vocabulary (lab 07)
+# --------------------------------------------------------------------------------------------
+FINDING_CODES = {
+    "BUNDLE_TOO_BIG": "no worker group's Pod offers the Ray resources of one Train worker bundle",
+    "MAX_REPLICAS_TOO_LOW": "the worker groups' maxReplicas cannot host every worker of every "
+                            "concurrent trial",
+    "NO_GPU_GROUP": "workers ask for GPUs but no node group of the Kubernetes cluster has GPUs",
+    "POD_LOCAL_STORAGE": "storage_path is not storage shared by the head and every worker Pod",
+    "DELETED_BEFORE_PERSISTED": "the RayCluster is deleted after the job while results live only "
+                                "in its Pods",
+    "RETRIES_EXCEED_DEADLINE": "the worst case of the allowed retries runs past "
+                               "activeDeadlineSeconds",
+    "NO_DEADLINE": "the RayJob sets no activeDeadlineSeconds",
+}
+
+
+class Finding(NamedTuple):
+    """One problem a review found: a stable ``code`` from :data:`FINDING_CODES` and a sentence."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """An EKS node group: the physical supply the Kubernetes scheduler can place Pods on."""
+
+    name: str
+    instance_type: str
+    cpus: int
+    gpus: int
+    max_nodes: int
+
+
+@dataclass
+class Plan:
+    """Everything a review of a Train (+ Tune) job on KubeRay looks at.
+
+    ``rayjob`` is the RayJob manifest (a ``dict``); ``scaling_config``, ``failure_config`` and
+    ``tune_config`` are the real ``ray.train.ScalingConfig``, ``ray.train.FailureConfig`` and
+    ``ray.tune.TuneConfig`` objects (``tune_config=None`` for a plain Train job; with Tune,
+    ``max_concurrent_trials`` must be set); ``storage_path`` goes to ``RunConfig(storage_path=...)``;
+    ``worker_start_timeout_s`` is ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``; ``attempt_s`` is how
+    long one training attempt runs when nothing fails.
+    """
+
+    rayjob: dict
+    scaling_config: Any
+    failure_config: Any
+    storage_path: str
+    node_groups: list = field(default_factory=list)
+    tune_config: Any = None
+    worker_start_timeout_s: float = 60.0
+    attempt_s: float = 3600.0
+
+    def __post_init__(self):
+        if self.tune_config is not None and self.tune_config.max_concurrent_trials is None:
+            raise ValueError("a plan with Tune must set TuneConfig(max_concurrent_trials=...)")
+
+
+def default_worker_group_start_timeout_s() -> float:
+    """Ray Train's default ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``, read from the installed Ray."""
+    from ray.train.v2._internal import constants  # internal, pinned: Ray 2.58.0
+
+    return float(constants.DEFAULT_WORKER_GROUP_START_TIMEOUT_S)
+
+
+def example_plan() -> Plan:
+    """The lab's reference plan: a Tune sweep of 2-worker GPU Train runs on EKS, reviewed clean.
+
+    RayJob ``rayjob_tune_gpu.yaml``; 3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}``;
+    results on a ReadWriteMany PVC mounted at ``/mnt/results`` in every Pod; explicit retry
+    limits whose worst case fits the 4-hour ``activeDeadlineSeconds``. Each call builds a new,
+    independent plan, so a caller may change it freely.
+    """
+    import ray.train
+    import ray.tune
+
+    return Plan(
+        rayjob=load_example("rayjob_tune_gpu.yaml"),
+        scaling_config=ray.train.ScalingConfig(num_workers=2, use_gpu=True,
+                                               resources_per_worker={"CPU": 8, "GPU": 1}),
+        failure_config=ray.train.FailureConfig(max_failures=2, controller_failure_limit=3,
+                                               max_preemption_failures=2),
+        storage_path="/mnt/results",
+        node_groups=[NodeGroup("system", "m5.xlarge", cpus=4, gpus=0, max_nodes=2),
+                     NodeGroup("gpu", "g5.4xlarge", cpus=16, gpus=1, max_nodes=6)],
+        tune_config=ray.tune.TuneConfig(max_concurrent_trials=3),
+        worker_start_timeout_s=600.0,
+        attempt_s=1800.0,
+    )

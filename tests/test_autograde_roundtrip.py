@@ -1,0 +1,26 @@
+"""The spine: every lab autograded through the real nbgrader CLI against a real local Ray cluster.
+
+For each lab, one `nbgrader autograde` run (in a loopback-only network namespace) grades:
+- the solution: full marks on every autograded cell, and no error in any cell (so the solution
+  notebook executes top to bottom against a live cluster);
+- the untouched learner copy: 0;
+- one submission per mutant round: every mutated exercise loses points through a failed check;
+and afterwards no Ray process started by that run is left. Details: grader/roundtrip.py.
+"""
+import pytest
+
+from grader import course, roundtrip
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("lab", course.labs())
+def test_autograder_is_right_in_both_directions(lab, tmp_path):
+    rt = roundtrip.run(lab, tmp_path)
+    print(roundtrip.report(rt))
+    assert not rt.problems, roundtrip.report(rt)
+    assert set(rt.graded) >= {"solution", "untouched"}
+    solution = rt.graded["solution"].scores
+    assert sum(s for s, _ in solution.values()) == sum(m for _, m in solution.values()) > 0
+    assert sum(s or 0 for s, _ in rt.graded["untouched"].scores.values()) == 0
+    assert not rt.leftover_ray

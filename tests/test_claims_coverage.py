@@ -1,0 +1,40 @@
+"""Which claims the notebooks teach (cells tagged claim:Cnn).
+
+Unknown ids fail. Claims without a tagged cell are reported; once every lab of a claim's range has
+landed (its lab exists), a missing tag fails too.
+"""
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from grader import course
+
+CLAIMS = yaml.safe_load((course.ROOT / "grader" / "claims.yaml").read_text())
+
+
+def _tagged():
+    found = {}
+    for lab in course.labs():
+        for cell in nbformat.read(course.solution_path(lab), as_version=4).cells:
+            for tag in cell.metadata.get("tags", []):
+                m = re.fullmatch(r"claim:(C\d\d)", tag)
+                if m:
+                    found.setdefault(m.group(1), set()).add(lab)
+    return found
+
+
+def test_claim_tags_name_known_claims():
+    unknown = set(_tagged()) - set(CLAIMS)
+    assert not unknown, f"tags for claims that do not exist: {sorted(unknown)}"
+
+
+def test_claims_of_landed_labs_are_tagged(capsys):
+    tagged = _tagged()
+    landed = {lab[:2] for lab in course.labs()}
+    untaught = sorted(c for c in CLAIMS if c not in tagged)
+    with capsys.disabled():
+        print(f"\nclaims tagged: {len(tagged)}/{len(CLAIMS)}; not yet taught: {', '.join(untaught) or 'none'}")
+    missing = [c for c in untaught if f"{int(CLAIMS[c]['lab']):02d}" in landed]
+    assert not missing, f"claims whose lab exists but no cell is tagged: {missing}"

@@ -1,0 +1,152 @@
+"""Static checks of the course sources: nbgrader metadata, claim tags, mutants, learner copies."""
+import ast
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import authoring, course, mutants
+
+LABS = course.labs()
+CLAIM_TAG = re.compile(r"^claim:C(\d\d)$")
+PUBLISHED = Path(course.ROOT / "grader" / "published_grade_ids.json")
+
+
+def _nb(path):
+    return nbformat.read(path, as_version=4)
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def test_course_has_labs_in_order():
+    assert LABS and LABS[0] == "00_lab_setup"
+    assert all(re.fullmatch(r"\d\d_[a-z0-9_]+", lab) for lab in LABS)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_solution_notebook_metadata(lab):
+    nb = _nb(course.solution_path(lab))
+    nbformat.validate(nb)
+    ids = []
+    for cell in nb.cells:
+        meta = _meta(cell)
+        assert meta, f"every cell carries nbgrader metadata (cell {cell.get('id')})"
+        authoring.cell_kind(cell)  # one of the kinds the course uses
+        assert meta["schema_version"] == 3
+        ids.append(meta["grade_id"])
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None, f"{meta['grade_id']}: outputs committed"
+        if meta.get("grade"):
+            assert meta["points"] > 0
+        src = cell.source
+        if meta.get("solution") and cell.cell_type == "code":
+            assert "### BEGIN SOLUTION" in src and "### END SOLUTION" in src, meta["grade_id"]
+        if "### BEGIN HIDDEN TESTS" in src:
+            assert meta.get("grade") and "### END HIDDEN TESTS" in src
+        for tag in cell.metadata.get("tags", []):
+            assert CLAIM_TAG.match(tag), f"{meta['grade_id']}: unknown tag {tag!r}"
+    assert len(ids) == len(set(ids)), "grade_ids must be unique"
+    assert any(_meta(c).get("grade") and c.cell_type == "code" for c in nb.cells), "no autograded cell"
+    first, last = nb.cells[0], nb.cells[-1]
+    assert first.cell_type == "markdown" and first.source.startswith(f"# {lab[:2]}")
+    assert any("raylab.setup(" in c.source for c in nb.cells if c.cell_type == "code")
+    assert "raylab.teardown()" in last.source, "the last cell stops Ray"
+
+
+def test_grade_ids_are_unique_across_the_course():
+    seen = {}
+    for lab in LABS:
+        for cell in _nb(course.solution_path(lab)).cells:
+            gid = _meta(cell)["grade_id"]
+            assert gid not in seen, f"{gid} used in {seen.get(gid)} and {lab}"
+            seen[gid] = lab
+
+
+def test_published_grade_ids_still_exist():
+    """A released grade_id never disappears: gradebooks and the Japanese edition refer to it."""
+    published = json.loads(PUBLISHED.read_text())
+    for lab, ids in published.items():
+        assert lab in LABS, f"published lab {lab} is gone"
+        current = {_meta(c)["grade_id"] for c in _nb(course.solution_path(lab)).cells}
+        missing = sorted(set(ids) - current)
+        assert not missing, f"{lab}: published grade_ids removed or renamed: {missing}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_text_form_round_trips(lab):
+    nb = _nb(course.solution_path(lab))
+    again = authoring.from_text(authoring.to_text(nb))
+    strip = lambda n: [(c.cell_type, c.source, c.metadata) for c in n.cells]  # noqa: E731
+    assert strip(again) == strip(nb)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_learner_notebook_has_no_solutions_hidden_tests_or_outputs(lab):
+    path = course.release_path(lab)
+    assert path.exists(), f"run `make release`: {path} is missing"
+    nb = _nb(path)
+    for cell in nb.cells:
+        assert "BEGIN SOLUTION" not in cell.source and "HIDDEN TESTS" not in cell.source
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_exercise_has_at_least_two_named_mutants_that_apply(lab):
+    nb = _nb(course.solution_path(lab))
+    answers = {_meta(c)["grade_id"] for c in nb.cells if _meta(c).get("solution") and c.cell_type == "code"}
+    tests = {_meta(c)["grade_id"] for c in nb.cells if _meta(c).get("grade") and c.cell_type == "code"}
+    exercises = mutants.load(lab)
+    assert set(exercises) == answers, "every answer cell needs an entry in grader/mutants/<lab>.yaml"
+    covered = set()
+    sources = mutants.answer_sources(lab)
+    for answer, ex in exercises.items():
+        assert ex.tests and set(ex.tests) <= tests
+        covered |= set(ex.tests)
+        assert len(ex.mutants) >= 2, f"{answer}: at least two mutants"
+        names = [m.name for m in ex.mutants]
+        assert len(names) == len(set(names))
+        for m in ex.mutants:
+            assert re.fullmatch(r"[a-z][a-z0-9_]+", m.name) and len(m.name) > 8, m.name
+            assert mutants.apply(sources[answer], m) != sources[answer]
+    assert covered == tests, f"test cells not linked to an exercise: {tests - covered}"
+
+
+def _defined_names(source):
+    tree = ast.parse(source)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def _used_names(source):
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_exercises_are_independent(lab):
+    """One autograde run checks one mutant of every exercise at once (grader/mutants.py). That is
+    only sound if no exercise's cells use names that another exercise's answer cell defines."""
+    exercises = mutants.load(lab)
+    nb = _nb(course.solution_path(lab))
+    by_id = {_meta(c)["grade_id"]: c for c in nb.cells}
+    defined = {a: _defined_names(mutants.strip_solution_markers(by_id[a].source)) for a in exercises}
+    for answer, ex in exercises.items():
+        own = [mutants.strip_solution_markers(by_id[answer].source)] + [by_id[t].source for t in ex.tests]
+        used = set().union(*(_used_names(s) for s in own))
+        for other, names in defined.items():
+            if other == answer:
+                continue
+            shared = (used & names) - defined[answer] - {"ray", "os", "torch", "np", "raylab", "time",
+                                                          "tempfile", "json", "Path", "math", "platform"}
+            assert not shared, f"{answer} uses {sorted(shared)} defined by {other}"

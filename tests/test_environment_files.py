@@ -1,0 +1,42 @@
+"""environment.yml (conda/Binder) and requirements.txt (pip) must say the same thing."""
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _requirements():
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return [l.strip() for l in lines if l.strip() and not l.lstrip().startswith("#")]
+
+
+def test_environment_yml_pip_section_equals_requirements_txt():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert [p for p in pip_section if p != "-e ."] == _requirements()
+    assert "-e ." in pip_section  # the helper package is part of the environment
+    assert "python=3.12" in env["dependencies"]  # the Python the course documents
+
+
+def test_every_requirement_is_an_exact_pin_and_the_course_pins_are_there():
+    reqs = _requirements()
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[0-9][0-9A-Za-z.+]*", r) for r in reqs), reqs
+    for pin in ("ray[train,tune]==2.58.0", "torch==2.13.0", "jupyterlab==4.6.6", "nbgrader==0.9.6",
+                "nbval==0.11.0"):
+        assert pin in reqs
+
+
+def test_constraints_agree_with_requirements():
+    constraints = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            constraints[name.lower().replace("_", "-")] = version
+    assert "torch" not in constraints  # its local build tag differs per platform
+    for req in _requirements():
+        name, version = req.split("==")
+        name = name.split("[")[0].lower().replace("_", "-")
+        if name in constraints:
+            assert constraints[name] == version, f"{name}: {constraints[name]} vs {version}"
