@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench gpu-check setup clean help
+.PHONY: lab test test-fast release check bench bench-grading grade gpu-check setup clean help
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,6 +37,15 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
 	PYTHONPATH=. $(BIN)/python -m grader.check
+
+bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory of Ray processes, Ray start-up share
+	PYTHONPATH=. $(BIN)/python -m grader.bench
+
+grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port]
+	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS))
+
+bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader on N synthetic submissions
+	PYTHONPATH=. $(BIN)/python -m grader.bench_grading
 
 gpu-check: $(STAMP)  ## before a GPU workshop: run lab 08's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py
