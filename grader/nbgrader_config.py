@@ -17,7 +17,8 @@ from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, Execute,
     GetGrades, IgnorePattern, LimitOutput, SaveAutoGrades)
 
-from nbgrader_ext import HideGradeCellTracebacks, StderrToStdout  # noqa: E402
+from nbgrader_ext import (  # noqa: E402
+    HideGradeCellTracebacks, SentinelInject, SentinelVerify, StderrToStdout)
 
 WORK = os.environ.get("RAYLAB_GRADING_DIR") or os.path.join(ROOT, ".grading")
 os.makedirs(WORK, exist_ok=True)  # SQLite creates the gradebook file, not its folder
@@ -43,7 +44,9 @@ c.Execute.interrupt_on_timeout = True
 c.OverwriteCells.add_missing_cells = True
 
 c.Autograde.autograde_preprocessors = [
+    SentinelInject,
     Execute,
+    SentinelVerify,
     StderrToStdout,
     IgnorePattern,
     ClearMetadataPreprocessor,

@@ -29,3 +29,54 @@ class HideGradeCellTracebacks(NbGraderPreprocessor):
                 if output.get("output_type") == "error":
                     output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
         return cell, resources
+
+
+# --- Tamper evidence for test cells -------------------------------------------------------------
+# The learner's code and the tests run in one kernel, so learner code can try to make a failing
+# test cell look clean, e.g. with an IPython custom exception handler that swallows the error.
+# Before execution each test cell gets a last line that prints a per-run random token; after
+# execution a test cell that shows neither an error nor its token did not run to completion, and
+# gets an error output instead (scoring 0). The token and line are removed again before saving.
+_SENTINEL_PREFIX = "__raylab_test_cell_completed__"
+
+
+class SentinelInject(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        import secrets
+
+        token = f"{_SENTINEL_PREFIX}{secrets.token_hex(16)}"
+        resources["raylab_sentinel"] = token
+        for cell in nb.cells:
+            if cell.cell_type == "code" and utils.is_grade(cell):
+                cell.source = cell.source + f"\nprint({token!r}, flush=True)"
+        return nb, resources
+
+
+class SentinelVerify(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        token = resources.get("raylab_sentinel")
+        if not token:
+            return nb, resources
+        suffix = f"\nprint({token!r}, flush=True)"
+        for cell in nb.cells:
+            if not (cell.cell_type == "code" and utils.is_grade(cell)):
+                continue
+            if cell.source.endswith(suffix):
+                cell.source = cell.source[: -len(suffix)]
+            seen, outputs = False, []
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and token in out.get("text", ""):
+                    seen = True
+                    out["text"] = out["text"].replace(token + "\n", "").replace(token, "")
+                    if not out["text"]:
+                        continue
+                outputs.append(out)
+            failed = any(o.get("output_type") == "error" for o in outputs)
+            if not seen and not failed:
+                outputs.append({
+                    "output_type": "error", "ename": "TestCellTampered",
+                    "evalue": "this test cell did not run to completion, yet no error was shown "
+                              "(an exception was suppressed); it scores 0 and is flagged for review",
+                    "traceback": ["TestCellTampered: the test cell did not run to completion"]})
+            cell.outputs = outputs
+        return nb, resources

@@ -1,0 +1,494 @@
+"""Grade a whole class: ``make grade SUBMISSIONS=path`` (``python -m grader.classgrade``).
+
+Input is nbgrader's collected layout, ``SUBMISSIONS/<student>/<lab>/<lab>.ipynb`` (what
+``nbgrader collect`` and ``nbgrader zip_collect`` produce). For every (student, lab):
+
+1. a worker autogrades the one submission with the real ``nbgrader autograde`` in a private folder
+   with a private copy of the lab's gradebook, in a loopback-only network namespace, with the
+   learner's kernel sandboxed (``grader/isolation.py``), its own local Ray cluster, its own scratch
+   storage and a wall-clock limit; then makes the learner's feedback with ``generate_feedback``;
+2. the coordinator merges the scores into the one class gradebook, serially (no SQLite write
+   races), and records the unit in ``state.json`` (an interrupted run resumes where it stopped and
+   never regrades a finished submission unless its file changed);
+3. at the end: nbgrader's CSV export, an LMS CSV (one row per learner, one column per lab), the
+   quiz's per-question scores, and a summary table (graded / failed with reason / needs review).
+
+Workers run in parallel on this machine (``--workers``), or as Ray tasks on an existing Ray
+cluster (``--address``). A broken submission is flagged with a clear reason; it never stops the
+rest of the class.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import course, isolation
+
+DEFAULT_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class Unit:
+    student: str
+    lab: str
+    path: Path | None
+    problem: str | None = None  # why it cannot be graded at all (flagged without running)
+
+    @property
+    def key(self) -> str:
+        return f"{self.student}/{self.lab}"
+
+
+def discover(submissions: Path, labs: list[str]) -> list[Unit]:
+    units = []
+    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
+        for lab_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
+            lab = lab_dir.name
+            nb = lab_dir / f"{lab}.ipynb"
+            if lab not in labs:
+                units.append(Unit(student_dir.name, lab, None, f"unknown lab {lab!r}"))
+            elif not nb.is_file():
+                found = sorted(p.name for p in lab_dir.iterdir())
+                units.append(Unit(student_dir.name, lab, None,
+                                  f"no {lab}.ipynb in the submission (found: {', '.join(found) or 'nothing'})"))
+            else:
+                units.append(Unit(student_dir.name, lab, nb))
+    return units
+
+
+def digest(path: Path | None) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path else "-"
+
+
+def check_notebook(data: bytes) -> str | None:
+    """A reason the bytes are not a gradable notebook, or None."""
+    import nbformat
+
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]})"
+    if not isinstance(raw, dict) or "cells" not in raw:
+        return "JSON but not a notebook (no 'cells')"
+    try:
+        nbformat.validate(nbformat.reads(data.decode("utf-8"), as_version=4))
+    except Exception as exc:  # noqa: BLE001 - any validation failure is the learner's file
+        return f"not a valid notebook ({str(exc).splitlines()[0][:100]})"
+    return None
+
+
+def _clean_env() -> dict:
+    """The environment for a worker's nbgrader: no Ray cluster address or session variables
+    leak in (a worker may itself be a Ray task), the course's own knobs stay."""
+    return {k: v for k, v in os.environ.items()
+            if not (k.startswith("RAY_") and not k.startswith("RAY_TRAIN_")) and not k.startswith("RAYLAB_")}
+
+
+def _kill_run(run_id: str) -> int:
+    import psutil
+
+    killed = 0
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("RAYLAB_RUN_ID") == run_id:
+                proc.kill()
+                killed += 1
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return killed
+
+
+def grade_one(lab: str, student: str, notebook: bytes, template_db: bytes, *, timeout_s: float,
+              hide: list[str], sandbox: bool, cell_timeout_s: float | None = None) -> dict:
+    """Autograde one submission in a private folder; return scores and outputs (picklable, so it
+    runs the same in a local thread or as a Ray task on another node)."""
+    start = time.monotonic()
+    result = {"lab": lab, "student": student, "status": "failed", "reason": "", "scores": {},
+              "flags": [], "autograded": None, "feedback": None, "seconds": 0.0, "leftover_killed": 0}
+    problem = check_notebook(notebook)
+    if problem:
+        result["reason"] = problem
+        return result
+    work = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))
+    run_id = uuid.uuid4().hex
+    try:
+        os.chmod(work, 0o711)
+        db_dir, out_dir, sub_dir, home = work / "db", work / "out", work / "sub", work / "home"
+        for d in (db_dir, out_dir):
+            d.mkdir(mode=0o700)
+        (db_dir / "gradebook.db").write_bytes(template_db)
+        nb_path = sub_dir / student / lab / f"{lab}.ipynb"
+        nb_path.parent.mkdir(parents=True)
+        nb_path.write_bytes(notebook)
+        for d in ("scratch", "r", "mpl", "ipython"):
+            (home / d).mkdir(parents=True, exist_ok=True)
+        env = _clean_env()
+        env.update({"RAYLAB_RUN_ID": run_id, "RAYLAB_SCRATCH": str(home / "scratch"),
+                    "RAY_TMPDIR": str(home / "r"), "PYTHONUNBUFFERED": "1"})
+        overrides = [f"--CourseDirectory.db_url=sqlite:///{db_dir / 'gradebook.db'}",
+                     f"--CourseDirectory.submitted_directory={sub_dir}",
+                     f"--CourseDirectory.autograded_directory={out_dir / 'autograded'}",
+                     f"--CourseDirectory.feedback_directory={out_dir / 'feedback'}"]
+        if cell_timeout_s:
+            overrides.append(f"--Execute.timeout={int(cell_timeout_s)}")
+        if sandbox:
+            os.chmod(sub_dir, 0o755)
+            isolation.chown_tree(sub_dir)
+            isolation.chown_tree(home)
+            isolation.write_kernelspec(work / "jupyter")
+            os.chmod(work / "jupyter", 0o755)
+            env.update(isolation.sandbox_env(home, hide + [str(db_dir), str(out_dir)]))
+            env["JUPYTER_PATH"] = str(work / "jupyter")
+            overrides.append(f"--Execute.kernel_name={isolation.KERNEL_NAME}")
+        cmd = course._net_isolated([course._bin("nbgrader"), "autograde", lab, f"--student={student}",
+                                    "--force", *overrides])
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        proc = subprocess.Popen(cmd, cwd=course.ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            log, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            log, _ = proc.communicate()
+            result["reason"] = f"wall-clock limit of {timeout_s:.0f} s reached"
+        result["leftover_killed"] = _kill_run(run_id)
+        if result["leftover_killed"]:
+            result["flags"].append(f"{result['leftover_killed']} leftover process(es) killed")
+        graded_nb = out_dir / "autograded" / student / lab / f"{lab}.ipynb"
+        if not result["reason"] and (proc.returncode != 0 or not graded_nb.exists()):
+            result["reason"] = _nbgrader_reason(log)
+        if graded_nb.exists():
+            result["autograded"] = graded_nb.read_text()
+            result["flags"] += _flags(graded_nb)
+            result["scores"] = _scores(db_dir / "gradebook.db", lab, student)
+            fb = subprocess.run([course._bin("nbgrader"), "generate_feedback", lab, f"--student={student}",
+                                 "--force", *overrides], cwd=course.ROOT, env=env, capture_output=True,
+                                text=True, timeout=300)
+            html = out_dir / "feedback" / student / lab / f"{lab}.html"
+            if html.exists():
+                result["feedback"] = html.read_text()
+            else:
+                result["flags"].append("feedback could not be generated: " + fb.stdout[-200:])
+            if not result["reason"]:
+                result["status"] = "graded"
+        result["log_tail"] = log[-4000:]
+    finally:
+        result["seconds"] = round(time.monotonic() - start, 1)
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _nbgrader_reason(log: str) -> str:
+    for needle, reason in (("Kernel died", "the kernel died (os._exit, a crash or out of memory)"),
+                           ("DeadKernelError", "the kernel died (os._exit, a crash or out of memory)"),
+                           ("missing a key", "not a notebook nbgrader can read"),
+                           ("cell type", "a graded cell's type was changed"),
+                           ("CellTimeoutError", "a cell ran past the per-cell time limit")):
+        if needle in log:
+            return reason
+    lines = [l for l in log.strip().splitlines() if "ERROR" in l]
+    return "nbgrader failed: " + (lines[-1][-200:] if lines else log.strip()[-200:])
+
+
+def _flags(nb_path: Path) -> list[str]:
+    import nbformat
+
+    flags = []
+    nb = nbformat.read(nb_path, as_version=4)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and out.get("ename") == "TestCellTampered":
+                flags.append(f"test cell {cell.metadata.get('nbgrader', {}).get('grade_id')} tampered with")
+    return flags
+
+
+def _scores(db: Path, lab: str, student: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        sub = gb.find_submission_notebook(lab, lab, student)
+        return {g.name: [g.auto_score, g.max_score, bool(g.needs_manual_grade)] for g in sub.grades}
+
+
+class ClassGrader:
+    def __init__(self, submissions: Path, out: Path, *, workers: int, address: str | None,
+                 timeout_s: float, retry_failed: bool = False, labs: list[str] | None = None,
+                 cell_timeout_s: float | None = None):
+        self.submissions, self.out = submissions.resolve(), out.resolve()
+        self.workers, self.address, self.timeout_s = workers, address, timeout_s
+        self.retry_failed = retry_failed
+        self.cell_timeout_s = cell_timeout_s
+        self.labs = labs or course.labs()
+        self.state_path = self.out / "state.json"
+        self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
+        self.sandbox, self.sandbox_note = isolation.available()
+        self.hide = [str(course.SOLUTIONS), str(course.ROOT / ".grading"), str(self.submissions),
+                     str(self.out)]
+        self._stop = threading.Event()
+
+    # --- set-up --------------------------------------------------------------------------------
+    def prepare(self, labs: set[str]) -> dict[str, bytes]:
+        """Generate each lab into the class gradebook; a copy of it is every worker's template."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.out, 0o700)
+        template_dir = self.out / "template"
+        shutil.rmtree(template_dir, ignore_errors=True)
+        for lab in sorted(labs):
+            for grading_dir in (self.out, template_dir):  # the class gradebook, and a student-free copy
+                run = course.generate(lab, grading_dir, release_dir=grading_dir / "release")
+                if run.returncode != 0:
+                    raise SystemExit(f"generate_assignment {lab} failed:\n{run.output[-2000:]}")
+        db = (template_dir / "gradebook.db").read_bytes()
+        return {lab: db for lab in labs}
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+    def done(self, unit: Unit) -> bool:
+        entry = self.state.get(unit.key)
+        if not entry or entry.get("digest") != digest(unit.path):
+            return False
+        return entry["status"] == "graded" or not self.retry_failed
+
+    def record(self, unit: Unit, result: dict) -> None:
+        """Merge one result into the class gradebook and the state file (coordinator only)."""
+        self._merge(result)
+        for kind, suffix in (("autograded", ".ipynb"), ("feedback", ".html")):
+            if result.get(kind):
+                dest = self.out / kind / unit.student / unit.lab / f"{unit.lab}{suffix}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(result[kind])
+        self.state[unit.key] = {k: result.get(k) for k in ("status", "reason", "scores", "flags", "seconds")}
+        self.state[unit.key]["digest"] = digest(unit.path)
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
+        tmp.replace(self.state_path)  # atomic: an interrupt never leaves a half-written state
+
+    def _merge(self, result: dict) -> None:
+        import warnings
+
+        from nbgrader.api import Gradebook
+        from sqlalchemy.exc import SAWarning
+
+        warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9.6 + SQLAlchemy 2.1 noise
+
+        lab, student = result["lab"], result["student"]
+        if lab not in self.labs:
+            return
+        with Gradebook(f"sqlite:///{self.out / 'gradebook.db'}") as gb:
+            gb.update_or_create_student(student)
+            try:
+                gb.remove_submission(lab, student)
+            except Exception:  # noqa: BLE001 - nothing to replace on a first grading
+                pass
+            sub = gb.add_submission(lab, student)
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    score = result["scores"].get(grade.name)
+                    if score is not None:
+                        grade.auto_score, grade.needs_manual_grade = score[0], score[2]
+                    else:  # a failed submission: 0 now, marked for the instructor's review
+                        grade.auto_score = 0.0 if grade.max_score else None
+                        grade.needs_manual_grade = True
+            gb.db.commit()
+
+    # --- running -------------------------------------------------------------------------------
+    def run(self) -> dict:
+        units = discover(self.submissions, self.labs)
+        todo = [u for u in units if not self.done(u)]
+        skipped = len(units) - len(todo)
+        gradable = {u.lab for u in todo if u.problem is None}
+        templates = self.prepare(gradable) if gradable else {}
+        print(f"[grader] {len(units)} submission(s): {len(todo)} to grade, {skipped} already graded; "
+              f"sandbox: {self.sandbox_note}", flush=True)
+        for unit in [u for u in todo if u.problem]:
+            self.record(unit, {"lab": unit.lab, "student": unit.student, "status": "failed",
+                               "reason": unit.problem, "scores": {}, "flags": [], "seconds": 0.0})
+        todo = [u for u in todo if not u.problem]
+        previous = signal.signal(signal.SIGINT, self._interrupt) if threading.current_thread() is threading.main_thread() else None
+        try:
+            if self.address:
+                self._run_ray(todo, templates)
+            else:
+                self._run_local(todo, templates)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        self.export()
+        return self.summary(units)
+
+    def _interrupt(self, *_):
+        print("\n[grader] interrupted: finishing nothing new; finished grades are kept. "
+              "Rerun the same command to resume.", flush=True)
+        self._stop.set()
+
+    def _args(self, unit: Unit, templates) -> tuple:
+        return (unit.lab, unit.student, unit.path.read_bytes(), templates[unit.lab])
+
+    def _kwargs(self) -> dict:
+        return {"timeout_s": self.timeout_s, "hide": self.hide, "sandbox": self.sandbox,
+                "cell_timeout_s": self.cell_timeout_s}
+
+    def _run_local(self, todo, templates):
+        progress = Progress(len(todo))
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            pending = {}
+            queue = list(todo)
+            while (queue or pending) and not (self._stop.is_set() and not pending):
+                while queue and len(pending) < self.workers and not self._stop.is_set():
+                    unit = queue.pop(0)
+                    pending[pool.submit(grade_one, *self._args(unit, templates), **self._kwargs())] = unit
+                finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    unit = pending.pop(fut)
+                    result = _result_or_failure(fut.result, unit)
+                    self.record(unit, result)
+                    progress.step(unit, result)
+
+    def _run_ray(self, todo, templates):
+        import ray
+
+        ray.init(address=self.address, log_to_driver=False)
+        try:
+            remote = ray.remote(num_cpus=2, max_retries=0)(grade_one)
+            progress = Progress(len(todo))
+            queue, pending = list(todo), {}
+            while (queue or pending) and not (self._stop.is_set() and not pending):
+                while queue and len(pending) < self.workers and not self._stop.is_set():
+                    unit = queue.pop(0)
+                    pending[remote.remote(*self._args(unit, templates), **self._kwargs())] = unit
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    unit = pending.pop(ref)
+                    result = _result_or_failure(lambda: ray.get(ref), unit)
+                    self.record(unit, result)
+                    progress.step(unit, result)
+        finally:
+            ray.shutdown()
+
+    # --- outputs -------------------------------------------------------------------------------
+    def export(self) -> None:
+        exports = self.out / "exports"
+        exports.mkdir(exist_ok=True)
+        run = course.nbgrader("export", f"--to={exports / 'nbgrader_grades.csv'}", grading_dir=self.out)
+        if run.returncode != 0:
+            print(f"[grader] nbgrader export failed:\n{run.output[-1000:]}")
+        self.export_lms(exports / "lms_grades.csv")
+        try:
+            from grader import question_scores
+        except ImportError:
+            return
+        quiz = [lab for lab in self.labs if lab.endswith("_quiz")]
+        for lab in quiz:
+            if any(k.endswith("/" + lab) for k in self.state):
+                question_scores.export(self.out / "gradebook.db", lab, exports / f"{lab}_questions.csv")
+
+    def export_lms(self, path: Path) -> None:
+        """One row per learner, one column per lab and quiz (autograded points), and totals."""
+        students = sorted({k.split("/")[0] for k in self.state})
+        labs = [lab for lab in self.labs if any(k.endswith("/" + lab) for k in self.state)]
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["student_id", *labs, "total", "max_total", "needs_review"])
+            for student in students:
+                row, total, top, review = [student], 0.0, 0.0, []
+                for lab in labs:
+                    entry = self.state.get(f"{student}/{lab}")
+                    if entry is None:
+                        row.append("")
+                        continue
+                    got = sum((s[0] or 0.0) for s in (entry.get("scores") or {}).values())
+                    total += got
+                    top += sum((s[1] or 0.0) for s in (entry.get("scores") or {}).values())
+                    row.append(f"{got:g}")
+                    if entry["status"] != "graded" or entry.get("flags"):
+                        review.append(lab)
+                writer.writerow(row + [f"{total:g}", f"{top:g}", " ".join(review)])
+
+    def summary(self, units: list[Unit]) -> dict:
+        rows = {"graded": [], "failed": [], "review": []}
+        for unit in units:
+            entry = self.state.get(unit.key)
+            if entry is None:
+                continue
+            if entry["status"] == "graded":
+                rows["graded"].append(unit.key)
+                manual = any(s[2] for s in (entry.get("scores") or {}).values())
+                if manual or entry.get("flags"):
+                    rows["review"].append((unit.key, "; ".join(entry.get("flags") or []) or "needs manual grading"))
+            else:
+                rows["failed"].append((unit.key, entry["reason"]))
+        print("\n[grader] summary")
+        print(f"  graded: {len(rows['graded'])}   failed: {len(rows['failed'])}   "
+              f"needs review: {len(rows['review'])}   not graded (interrupted): "
+              f"{len(units) - len(rows['graded']) - len(rows['failed'])}")
+        for key, reason in rows["failed"]:
+            print(f"  FAILED  {key:<40} {reason}")
+        for key, reason in rows["review"]:
+            print(f"  REVIEW  {key:<40} {reason}")
+        print(f"  exports: {self.out / 'exports'}")
+        return rows
+
+
+def _result_or_failure(get, unit: Unit) -> dict:
+    try:
+        return get()
+    except Exception as exc:  # noqa: BLE001 - a worker crash is this submission's problem only
+        return {"lab": unit.lab, "student": unit.student, "status": "failed",
+                "reason": f"grading worker crashed: {type(exc).__name__}: {str(exc)[:200]}",
+                "scores": {}, "flags": [], "seconds": 0.0}
+
+
+class Progress:
+    def __init__(self, total: int):
+        self.total, self.count, self.start = total, 0, time.monotonic()
+
+    def step(self, unit: Unit, result: dict) -> None:
+        self.count += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.count * (self.total - self.count)
+        got = sum((s[0] or 0) for s in result.get("scores", {}).values())
+        top = sum((s[1] or 0) for s in result.get("scores", {}).values())
+        what = f"{got:g}/{top:g}" if result["status"] == "graded" else f"FAILED: {result['reason'][:60]}"
+        bar = "#" * int(20 * self.count / max(self.total, 1))
+        print(f"[{bar:<20}] {self.count}/{self.total} {unit.key:<36} {what:<28} "
+              f"({result.get('seconds', 0):.0f} s)  ETA {int(eta // 60)}m{int(eta % 60):02d}s", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("submissions", type=Path, help="folder laid out as <student>/<lab>/<lab>.ipynb")
+    parser.add_argument("--out", type=Path, default=course.ROOT / ".grading" / "class",
+                        help="class gradebook, feedback and exports (default: .grading/class)")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="submissions graded at once")
+    parser.add_argument("--address", help="grade on an existing Ray cluster (e.g. auto or host:6379)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help="wall-clock limit per submission, seconds")
+    parser.add_argument("--cell-timeout", type=float, help="per-cell limit, seconds (default: the course config's)")
+    parser.add_argument("--retry-failed", action="store_true", help="regrade submissions that failed before")
+    parser.add_argument("--labs", nargs="*", help="only these labs")
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
+        parser.error(f"{args.submissions} is not a folder")
+    grader = ClassGrader(args.submissions, args.out, workers=args.workers, address=args.address,
+                         timeout_s=args.timeout, retry_failed=args.retry_failed, labs=args.labs,
+                         cell_timeout_s=args.cell_timeout)
+    grader.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Grading a whole class (grader/classgrade.py) on real submissions of lab 00.
+
+One class of well-behaved and adversarial submissions is graded once (in parallel, sandboxed, in
+a subprocess that is interrupted with SIGINT part-way and then resumed); the tests then check each
+submission's outcome, the isolation, the feedback, the exports and the resume bookkeeping. A second
+test grades on a real multi-node Ray cluster simulated on this machine.
+"""
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import classgrade, course, isolation, synthetic
+
+pytestmark = pytest.mark.slow
+LAB = "00_lab_setup"
+CLASS = {
+    "ada": "solution", "bob": "untouched", "cy": "mutants0", "dee": "invalid_json",
+    "eve": "not_a_notebook", "fay": "no_notebook", "gus": "kernel_exit", "hal": "infinite_loop",
+    "ivy": "huge_output", "jo": "ray_shutdown", "kai": "own_cluster", "lea": "tamper",
+    "max": "snoop", "ned": "deleted_test_cell", "oz": "test_cell_edited", "pia": "cell_type_changed",
+    "quin": "duplicated_test_cell",
+}
+
+
+def _cmd(subs, out):
+    return [sys.executable, "-m", "grader.classgrade", str(subs), "--out", str(out), "--workers", "2",
+            "--cell-timeout", "60", "--timeout", "400", "--labs", LAB]
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    base = tmp_path_factory.mktemp("class")
+    subs, out = base / "submitted", base / "out"
+    synthetic.build(subs, LAB, CLASS, paths={"solutions": course.SOLUTIONS, "root": course.ROOT,
+                                             "submissions": subs, "out": out})
+    env = dict(os.environ, PYTHONPATH=str(course.ROOT), PYTHONUNBUFFERED="1")
+    # First run: interrupt it (SIGINT, as Ctrl-C) once two submissions have been graded.
+    proc = subprocess.Popen(_cmd(subs, out), cwd=course.ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    first_log, graded_lines = [], 0
+    for line in proc.stdout:
+        first_log.append(line)
+        graded_lines += line.startswith("[#") or line.startswith("[ ")
+        if graded_lines >= 2 and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=900)
+    first_log.append(rest)
+    state_after_interrupt = json.loads((out / "state.json").read_text())
+    # Second run: resumes and finishes.
+    second = subprocess.run(_cmd(subs, out), cwd=course.ROOT, env=env, capture_output=True, text=True,
+                            timeout=1800)
+    state = json.loads((out / "state.json").read_text())
+    # Third run: nothing to do.
+    third = subprocess.run(_cmd(subs, out), cwd=course.ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+    return {"subs": subs, "out": out, "first": "".join(first_log), "interrupted": state_after_interrupt,
+            "second": second, "third": third, "state": state}
+
+
+def _total(entry):
+    return sum(s[0] or 0 for s in entry["scores"].values()), sum(s[1] or 0 for s in entry["scores"].values())
+
+
+def test_interrupt_keeps_finished_grades_and_resume_finishes_the_class(graded_class):
+    first, state = graded_class["interrupted"], graded_class["state"]
+    assert "interrupted" in graded_class["first"]
+    assert 2 <= len(first) < len(CLASS), "the interrupt should stop the run part-way"
+    assert len(state) == len(CLASS), graded_class["second"].stdout[-3000:]
+    for key, entry in first.items():  # finished before the interrupt: not regraded
+        assert state[key] == entry
+    assert f"{len(CLASS)} submission(s): 0 to grade" in graded_class["third"].stdout
+
+
+def test_each_submission_is_graded_or_flagged_with_a_reason(graded_class):
+    state = {k.split("/")[0]: v for k, v in graded_class["state"].items()}
+    full = _total(state["ada"])
+    assert state["ada"]["status"] == "graded" and full[0] == full[1] == 6, state["ada"]
+    assert state["bob"]["status"] == "graded" and _total(state["bob"])[0] == 0
+    assert state["cy"]["status"] == "graded" and _total(state["cy"])[0] == 0
+    reasons = {"dee": "not valid JSON", "eve": "not a notebook", "fay": "no 00_lab_setup.ipynb",
+               "gus": "kernel died"}
+    for student, text in reasons.items():
+        assert state[student]["status"] == "failed" and text in state[student]["reason"], state[student]
+    # An endless loop is interrupted at the cell limit; the rest of the notebook is still graded.
+    assert state["hal"]["status"] == "graded" and 0 < _total(state["hal"])[0] < 6
+    assert state["ivy"]["status"] == "graded" and _total(state["ivy"])[0] == 6  # output is capped, not fatal
+    assert state["jo"]["status"] == "graded" and _total(state["jo"])[0] < 6  # Ray shut down under the tests
+    assert state["kai"]["status"] == "graded"
+    # Tampering with exception handling is caught: wrong answers stay at 0 and are flagged.
+    assert _total(state["lea"])[0] == 0 and any("tampered" in f for f in state["lea"]["flags"])
+    # Deleted, edited and duplicated test cells are restored from the gradebook and graded.
+    assert state["ned"]["status"] == "graded" and _total(state["ned"]) == (6, 6)
+    assert state["oz"]["status"] == "graded" and _total(state["oz"])[0] == 0
+    assert state["quin"]["status"] == "graded"
+    assert state["pia"]["status"] in ("graded", "failed") and (state["pia"]["reason"] or state["pia"]["scores"])
+
+
+def test_no_process_of_any_submission_is_left(graded_class):
+    import psutil
+
+    leftovers = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            env = proc.environ()
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        if "RAYLAB_RUN_ID" in env and str(graded_class["out"]) not in " ".join(proc.info["cmdline"] or []):
+            if env.get("RAYLAB_SANDBOX_HOME") or env.get("RAYLAB_SCRATCH", "").startswith("/tmp/rg-"):
+                leftovers.append(proc.info)
+    assert not leftovers
+    kai = graded_class["state"][f"kai/{LAB}"]
+    assert any("leftover" in f for f in kai["flags"]), kai  # its own `ray start` was found and killed
+
+
+@pytest.mark.skipif(not isolation.available()[0], reason="the kernel sandbox needs root and util-linux")
+def test_isolation_refuses_every_read_and_write_the_snooper_tries(graded_class):
+    nb = nbformat.read(graded_class["out"] / "autograded" / "max" / LAB / f"{LAB}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    line = next(l for l in text.splitlines() if l.startswith("SNOOP"))
+    assert line.startswith("SNOOP 65534 ")  # the learner's code ran as nobody
+    assert "READ" not in line and "WROTE" not in line, line
+    assert not (graded_class["out"] / "hacked.txt").exists()
+    assert not (course.ROOT / "grader" / "hacked.txt").exists()
+    assert _total(graded_class["state"][f"max/{LAB}"]) == (6, 6)  # snooping alone costs nothing
+
+
+def test_feedback_has_scores_and_hints_but_no_hidden_tests(graded_class):
+    hidden_lines = set()
+    for lab in course.labs():
+        for cell in nbformat.read(course.solution_path(lab), as_version=4).cells:
+            m = re.search(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
+            if m:
+                hidden_lines |= {l.strip() for l in m.group(1).splitlines() if len(l.strip()) > 25}
+    files = list((graded_class["out"] / "feedback").rglob("*.html"))
+    assert len(files) >= 10
+    for path in files:
+        html = path.read_text()
+        assert "HIDDEN TESTS" not in html
+        leaked = [l for l in hidden_lines if l in html]
+        assert not leaked, f"{path}: hidden test source in feedback: {leaked[:2]}"
+    cy = (graded_class["out"] / "feedback" / "cy" / LAB / f"{LAB}.html").read_text()
+    assert "Hint:" in cy and "Score" in cy
+
+
+def test_exports(graded_class):
+    exports = graded_class["out"] / "exports"
+    with (exports / "lms_grades.csv").open() as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == set(CLASS)
+    assert rows["ada"][LAB] == "6" and rows["ada"]["total"] == "6" and rows["ada"]["max_total"] == "6"
+    assert rows["bob"][LAB] == "0" and LAB in rows["dee"]["needs_review"]
+    nbg = list(csv.DictReader((exports / "nbgrader_grades.csv").open()))
+    assert {r["student_id"] for r in nbg} >= {"ada", "bob"}
+    ada = next(r for r in nbg if r["student_id"] == "ada" and r["assignment"] == LAB)
+    assert float(ada["score"]) == 6.0
+
+
+def test_distributed_grading_on_a_multi_node_ray_cluster(tmp_path):
+    """Grading as Ray tasks on an existing (simulated two-node) cluster, each task running its own
+    local lab cluster inside its sandbox."""
+    from ray.cluster_utils import Cluster
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    synthetic.build(subs, LAB, {"ada": "solution", "bob": "untouched"})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    cluster.add_node(num_cpus=2)
+    try:
+        grader = classgrade.ClassGrader(subs, out, workers=2, address=cluster.address, timeout_s=400,
+                                        labs=[LAB], cell_timeout_s=90)
+        start = time.monotonic()
+        rows = grader.run()
+        assert sorted(rows["graded"]) == [f"ada/{LAB}", f"bob/{LAB}"], rows
+        assert _total(grader.state[f"ada/{LAB}"]) == (6, 6)
+        assert _total(grader.state[f"bob/{LAB}"])[0] == 0
+        assert time.monotonic() - start < 600
+    finally:
+        cluster.shutdown()
