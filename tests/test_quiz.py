@@ -1,0 +1,196 @@
+"""The quiz (lab 09): structure, no answer key in the learner copy, feedback that does not give the
+answer away, and the per-question export from a real autograded gradebook."""
+import ast
+import csv
+import io
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course, mutants, question_scores, roundtrip
+from raylab.checks import CheckFailed
+
+LAB = "09_quiz"
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def _cells(path):
+    return {_meta(c)["grade_id"]: c for c in nbformat.read(path, as_version=4).cells}
+
+
+def _questions():
+    """``[(number, answer_id, tests_id, variable, value, points)]`` in notebook order."""
+    cells = _cells(course.solution_path(LAB))
+    answers = mutants.answer_sources(LAB)
+    found = []
+    for gid, cell in cells.items():
+        if not (gid.endswith("_answer") and _meta(cell).get("solution")):
+            continue
+        tree = ast.parse(answers[gid])
+        [assign] = [n for n in tree.body if isinstance(n, ast.Assign)]
+        var = assign.targets[0].id
+        tests = gid[: -len("_answer")] + "_tests"
+        found.append((int(var[1:]), gid, tests, var, ast.literal_eval(assign.value),
+                      _meta(cells[tests])["points"]))
+    return found
+
+
+QUESTIONS = _questions()
+
+
+def _format_checks():
+    namespace = {}
+    exec(_cells(course.solution_path(LAB))["quiz_format_checks"].source, namespace)  # noqa: S102
+    return namespace
+
+
+def _failure(test_source, var, value):
+    """Run a test cell with ``var = value``; the CheckFailed message, or None when it passes."""
+    namespace = _format_checks()
+    namespace[var] = value
+    try:
+        exec(test_source, namespace)  # noqa: S102 - the course's own test cell
+    except CheckFailed as exc:
+        return str(exc)
+    return None
+
+
+def test_quiz_has_at_least_twenty_numbered_questions_with_points():
+    assert len(QUESTIONS) >= 20
+    assert [n for n, *_ in QUESTIONS] == list(range(1, len(QUESTIONS) + 1))
+    cells = _cells(course.solution_path(LAB))
+    for number, answer, tests, var, value, points in QUESTIONS:
+        assert f"quiz_{answer[5:-7]}_text" in cells, f"question {number} has no text cell"
+        assert f"### Question {number} " in cells[f"quiz_{answer[5:-7]}_text"].source
+        assert _meta(cells[tests]).get("grade") and points in (1, 2)
+        if isinstance(value, bool) or isinstance(value, str):
+            assert points == 1, f"question {number}: choices and true/false are worth 1 point"
+        else:
+            assert points == 2, f"question {number}: computed answers are worth 2 points"
+        if isinstance(value, str):
+            assert re.fullmatch(r"[A-D]", value)
+
+
+def test_quiz_covers_every_lab_before_it():
+    sources = " ".join(_cells(course.solution_path(LAB))[t].source for _, _, t, *_ in QUESTIONS)
+    for lab in range(9):
+        assert f"lab {lab:02d}" in sources, f"no question sends learners back to lab {lab:02d}"
+    kinds = {type(v) for *_, v, _ in QUESTIONS}
+    assert {bool, str} <= kinds and (int in kinds or float in kinds)
+
+
+def test_quiz_does_not_start_ray():
+    setup = _cells(course.solution_path(LAB))["quiz_setup"].source
+    assert 'raylab.setup("09_quiz", start_ray=False)' in setup
+
+
+@pytest.mark.parametrize("number, answer, tests, var, value, points", QUESTIONS)
+def test_solution_passes_and_wrong_answers_fail_without_revealing_the_answer(
+        number, answer, tests, var, value, points):
+    source = _cells(course.solution_path(LAB))[tests].source
+    assert _failure(source, var, value) is None
+    if isinstance(value, str):
+        wrong = [v for v in "ABCD" if v != value]
+    elif isinstance(value, bool):
+        wrong = [not value]
+    else:
+        wrong = [value + 1, value - 1, value * 2 + 3]
+    messages = {_failure(source, var, w) for w in wrong}
+    assert None not in messages, f"question {number}: a wrong answer passed"
+    [message] = messages  # the same words whatever the wrong answer: nothing to probe
+    assert message.startswith(f"Question {number} ")
+    assert "not right yet; reread lab " in message
+    assert "expected" not in message and "got" not in message
+    token = {True: "True", False: "False"}.get(value, str(value)) if not isinstance(value, str) \
+        else value
+    assert not re.search(rf"(?<![\w-]){re.escape(token)}(?![\w.])", message.split("reread", 1)[1]), \
+        f"question {number}: the feedback names the answer"
+    # the format check alone (visible test) rejects the wrong type
+    bad_type = 1 if isinstance(value, str) else ("True" if isinstance(value, bool) else "6")
+    assert "wants" in _failure(source, var, bad_type)
+
+
+def test_learner_copy_has_no_answer_key():
+    cells = _cells(course.release_path(LAB))
+    for number, answer, tests, var, value, points in QUESTIONS:
+        ans, tst = cells[answer].source, cells[tests].source
+        assert "raise NotImplementedError()" in ans and f"{var} =" not in ans
+        assert "HIDDEN" not in tst and "not_yet(" not in tst and "==" not in tst
+        assert re.fullmatch(rf"is_(choice|bool|number)\({var}, {number}\)", tst.strip()), tst
+    text = course.release_path(LAB).read_text()
+    assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
+
+
+def test_every_question_has_two_plausible_wrong_answers_that_fail():
+    exercises = mutants.load(LAB)
+    sources = mutants.answer_sources(LAB)
+    cells = _cells(course.solution_path(LAB))
+    for number, answer, tests, var, value, points in QUESTIONS:
+        assert len(exercises[answer].mutants) >= 2
+        for m in exercises[answer].mutants:
+            namespace = {}
+            exec(mutants.apply(sources[answer], m), namespace)  # noqa: S102
+            assert namespace[var] != value or type(namespace[var]) is not type(value)
+            assert _failure(cells[tests].source, var, namespace[var]), f"{m.name} passes"
+
+
+def test_question_scores_export_on_a_small_gradebook(tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    url = f"sqlite:///{tmp_path}/gradebook.db"
+    with Gradebook(url) as gb:  # nbgrader runs alembic from PATH to create a new gradebook
+        gb.add_assignment("demo")
+        for nb_name in ("part1", "part2"):
+            gb.add_notebook(nb_name, "demo")
+            gb.add_grade_cell("q_tests", nb_name, "demo", max_score=2, cell_type="code")
+        for student in ("ann", "bob", "cid"):
+            gb.add_student(student)
+        for student in ("ann", "bob"):
+            gb.add_submission("demo", student)
+        scores = {("ann", "part1"): (2, None), ("ann", "part2"): (0, 1.5),
+                  ("bob", "part1"): (0, None), ("bob", "part2"): (2, None)}
+        for (student, nb_name), (auto, manual) in scores.items():
+            grade = gb.find_grade("q_tests", nb_name, "demo", student)
+            grade.auto_score, grade.manual_score = auto, manual
+        gb.db.commit()
+    header, rows = question_scores.question_table("demo", url)
+    assert header == ["student_id", "part1:q_tests", "part2:q_tests", "total", "max_total"]
+    assert rows == [["ann", 2.0, 1.5, 3.5, 4.0], ["bob", 0.0, 2.0, 2.0, 4.0],
+                    ["cid", None, None, None, 4.0]]
+    assert question_scores.to_csv(header, rows).splitlines()[-1] == "cid,,,,4"
+    with pytest.raises(KeyError):
+        question_scores.question_table("nope", url)
+    with pytest.raises(FileNotFoundError):
+        question_scores.question_table("demo", f"sqlite:///{tmp_path}/missing.db")
+
+
+@pytest.mark.slow
+def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path):
+    rt = roundtrip.run(LAB, tmp_path)
+    assert not rt.problems, roundtrip.report(rt)
+    out = tmp_path / "questions.csv"
+    assert question_scores.main([LAB, "--grading-dir", str(tmp_path), "--out", str(out)]) == 0
+    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    by_student = {row["student_id"]: row for row in table}
+    assert set(by_student) == set(rt.graded)
+    tests = [t for _, _, t, *_ in QUESTIONS]
+    assert list(table[0]) == ["student_id"] + tests + ["total", "max_total"]
+    top = sum(p for *_, p in QUESTIONS)
+    for student, graded in rt.graded.items():
+        row = by_student[student]
+        for test_id in tests:
+            assert float(row[test_id]) == graded.scores[test_id][0]
+        assert float(row["total"]) == sum(s for s, _ in graded.scores.values())
+        assert float(row["max_total"]) == top
+    assert float(by_student["solution"]["total"]) == top
+    assert float(by_student["untouched"]["total"]) == 0
+    for k in range(len(mutants.rounds(LAB))):
+        assert float(by_student[f"mutants{k}"]["total"]) == 0  # every question mutated every round
