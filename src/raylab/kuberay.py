@@ -534,10 +534,11 @@ def default_worker_group_start_timeout_s() -> float:
 def example_plan() -> Plan:
     """The lab's reference plan: a Tune sweep of 2-worker GPU Train runs on EKS, reviewed clean.
 
-    RayJob ``rayjob_tune_gpu.yaml``; 3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}``;
-    results on a ReadWriteMany PVC mounted at ``/mnt/results`` in every Pod; explicit retry
-    limits whose worst case fits the 4-hour ``activeDeadlineSeconds``. Each call builds a new,
-    independent plan, so a caller may change it freely.
+    RayJob ``rayjob_tune_gpu.yaml`` (its head offers 4 CPUs for the Tune trial drivers);
+    3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}``; results on a ReadWriteMany PVC
+    mounted at ``/mnt/results`` in every Pod; explicit retry limits whose worst case fits the
+    4-hour ``activeDeadlineSeconds``. Each call builds a new, independent plan, so a caller may
+    change it freely.
     """
     import ray.train
     import ray.tune
