@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -23,12 +24,27 @@ class StderrToStdout(NbGraderPreprocessor):
 
 
 class HideGradeCellTracebacks(NbGraderPreprocessor):
-    def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type == "code" and utils.is_grade(cell):
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
-        return cell, resources
+    """Feedback: a failed test cell shows its exception type and message, plus a hint.
+
+    Course checks carry their own ``Hint:``; any other failure (``NotImplementedError``, a
+    ``NameError``...) gets a pointer to the section heading above the exercise.
+    """
+
+    def preprocess(self, nb, resources):
+        section = "the lab's introduction"
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                headings = [l.lstrip("#").strip() for l in cell.source.splitlines() if l.startswith("#")]
+                if headings:
+                    section = headings[-1]
+            elif utils.is_grade(cell):
+                for output in cell.get("outputs", []):
+                    if output.get("output_type") == "error":
+                        text = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+                        if "Hint:" not in text:
+                            text += f"\nHint: reread \"{section}\" and run the visible checks again."
+                        output["traceback"] = text.splitlines()
+        return nb, resources
 
 
 # --- Tamper evidence for test cells -------------------------------------------------------------
@@ -73,10 +89,10 @@ class SentinelVerify(NbGraderPreprocessor):
                 outputs.append(out)
             failed = any(o.get("output_type") == "error" for o in outputs)
             if not seen and not failed:
-                outputs.append({
-                    "output_type": "error", "ename": "TestCellTampered",
-                    "evalue": "this test cell did not run to completion, yet no error was shown "
-                              "(an exception was suppressed); it scores 0 and is flagged for review",
-                    "traceback": ["TestCellTampered: the test cell did not run to completion"]})
+                outputs.append(nbformat.v4.new_output(
+                    "error", ename="TestCellTampered",
+                    evalue="this test cell did not run to completion, yet no error was shown "
+                           "(an exception was suppressed); it scores 0 and is flagged for review",
+                    traceback=["TestCellTampered: the test cell did not run to completion"]))
             cell.outputs = outputs
         return nb, resources

@@ -60,10 +60,12 @@ def build(submissions: Path, lab: str, students: dict[str, str], *, paths: dict 
         elif kind in _ADVERSARIAL_CODE:
             answers[first] = _ADVERSARIAL_CODE[kind] + "\n\n" + answers[first]
             _write(dest, mutants.submission(lab, answers))
-        elif kind == "tamper":  # wrong answers, plus a handler that swallows every failure
+        elif kind == "tamper":  # wrong answers, and every later cell wrapped in try/except: pass
             answers = mutants.round_answers(lab, rounds[0])
-            answers[first] = ("get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n\n"
-                              + answers[first])
+            answers[first] = ("def _wrap(lines):\n"
+                              "    return ['try:\\n'] + ['    ' + l for l in lines] + "
+                              "['\\nexcept BaseException:\\n    pass\\n']\n"
+                              "get_ipython().input_transformers_post.append(_wrap)\n\n" + answers[first])
             _write(dest, mutants.submission(lab, answers))
         elif kind == "snoop":
             p = {k: str(v) for k, v in (paths or {}).items()}

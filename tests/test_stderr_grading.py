@@ -30,7 +30,7 @@ def _assignment(answer_body):
                             "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"),
         authoring.make_cell("tests", "double_tests", NOISE + "\nassert double(21) == 42, 'double(21) should be 42'",
                             points=1),
-        authoring.make_cell("tests", "noise_only_tests", NOISE + "\nassert double(1) == 2", points=1),
+        authoring.make_cell("tests", "noise_only_tests", NOISE + "\nassert double(0) == 0", points=1),
     ]), answer_body
 
 
@@ -60,3 +60,46 @@ def test_stderr_in_a_test_cell_does_not_zero_a_correct_answer(tmp_path):
     text = "".join(o.get("text", "") for o in graded.cells[1].outputs if o.output_type == "stream")
     assert "a line on stderr" in text and "a library warning" in text and "Ray-style" in text
     assert all(o.get("name") != "stderr" for o in graded.cells[1].outputs if o.output_type == "stream")
+
+
+# attack: (code in the learner's answer cell, the error the graded test cell must show)
+ATTACKS = {
+    # nbgrader already sees these: the kernel's execute reply still says "error"
+    "swallow_with_custom_exc": ("get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)",
+                                "AssertionError"),
+    "silence_showtraceback": ("get_ipython().showtraceback = lambda *a, **k: None", "AssertionError"),
+    # this one makes every cell "succeed": only the course's sentinel notices the cell stopped early
+    "wrap_every_cell_in_try_except": (
+        "def _wrap(lines):\n"
+        "    return ['try:\\n'] + ['    ' + l for l in lines] + ['\\nexcept BaseException:\\n    pass\\n']\n"
+        "get_ipython().input_transformers_post.append(_wrap)", "TestCellTampered"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_submission_that_swallows_test_failures_scores_zero_and_is_flagged(attack, tmp_path):
+    """Learner code shares the kernel with the tests. Making exceptions invisible would turn every
+    failing test cell into full marks under stock nbgrader; the course's sentinel catches it."""
+    root = tmp_path / "course"
+    nb, _ = _assignment(None)
+    authoring.write(nb, root / "solutions" / "probe" / "probe.ipynb")
+    grading = tmp_path / "grading"
+    overrides = [f"--CourseDirectory.root={root}"]
+    assert course.nbgrader("generate_assignment", "probe", "--force", *overrides,
+                           grading_dir=grading).returncode == 0
+    released = nbformat.read(root / "notebooks" / "probe" / "probe.ipynb", as_version=4)
+    sub = nbformat.from_dict(json.loads(nbformat.writes(released)))
+    code, expected = ATTACKS[attack]
+    sub.cells[0].source = code + "\n\ndef double(x):\n    return x * x  # wrong"
+    dest = grading / "submitted" / "mallory" / "probe" / "probe.ipynb"
+    dest.parent.mkdir(parents=True)
+    nbformat.write(sub, dest)
+    ag = course.nbgrader("autograde", "probe", "--force", *overrides, grading_dir=grading)
+    assert ag.returncode == 0, ag.output[-3000:]
+    scores = course.cell_scores("probe", "mallory", grading)
+    assert scores["double_tests"] == (0.0, 1.0)
+    graded = nbformat.read(grading / "autograded" / "mallory" / "probe" / "probe.ipynb", as_version=4)
+    names = [o.get("ename") for o in graded.cells[1].outputs if o.output_type == "error"]
+    assert names == [expected], names
+    # the cell whose assertions pass (noise_only_tests) still runs to completion: full marks
+    assert scores["noise_only_tests"] == (1.0, 1.0)
