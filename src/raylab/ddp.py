@@ -1,0 +1,164 @@
+"""Look inside a data-parallel PyTorch run: what each rank saw, and whether the replicas agree.
+
+Ray Train starts the workers and their ``torch.distributed`` process group; whether the data was
+split, the gradients synchronised and the evaluation complete is for the training code to get
+right and for you to check. These helpers make the checks short:
+
+- :func:`make_datasets` builds the small regression task lab 01 trains on (exact sizes, rows
+  ``(index, x, y)`` so a rank can record which samples it saw);
+- :func:`gather` collects one Python object from every rank (inside a Train worker);
+- :func:`weights` turns a (possibly DDP-wrapped) model's parameters into plain lists;
+- :func:`sampler_orders` shows what ``DistributedSampler`` hands each rank, with or without
+  ``set_epoch``, without starting anything;
+- :func:`linear_mse` recomputes a linear model's loss on the driver;
+- :func:`fit_and_collect` runs a training function on CPU workers with bounded waits and returns
+  what rank 0 returned, turning a failed run into a readable check failure.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def make_datasets(config: dict):
+    """``(train, val)`` of the lab's regression task, ``config["n_train"]`` / ``config["n_val"]`` rows.
+
+    Rows are ``(index, x, y)`` with ``x`` of 8 features; the split is deterministic given
+    ``config["seed"]`` (default 0), so every rank and the driver build the same sets.
+    """
+    import torch
+    from torch.utils.data import random_split
+
+    from raylab.data import regression
+
+    n_train, n_val = int(config["n_train"]), int(config["n_val"])
+    seed = int(config.get("seed", 0))
+    full = regression(n=n_train + n_val, d=8, seed=seed, noise=0.1)
+    return tuple(random_split(full, [n_train, n_val], generator=torch.Generator().manual_seed(seed)))
+
+
+def gather(obj) -> list:
+    """Every rank's ``obj`` as a list in rank order (call it on every rank: it is a collective).
+
+    Uses ``torch.distributed.all_gather_object`` on the process group Ray Train set up; without a
+    process group (one worker, local mode) it returns ``[obj]``.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return [obj]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def weights(model) -> dict:
+    """``{parameter name: nested list}`` of a model, unwrapped from DDP if needed."""
+    module = getattr(model, "module", model)
+    return {name: tensor.detach().cpu().tolist() for name, tensor in module.state_dict().items()}
+
+
+def linear_mse(model_weights: dict, dataset) -> float:
+    """Mean squared error of a linear model (``weight``, ``bias``) over every row of ``dataset``."""
+    import torch
+
+    w = torch.tensor(model_weights["weight"], dtype=torch.float64)
+    b = torch.tensor(model_weights["bias"], dtype=torch.float64)
+    x = torch.stack([dataset[i][1] for i in range(len(dataset))]).double()
+    y = torch.stack([dataset[i][2] for i in range(len(dataset))]).double()
+    return float(((x @ w.T + b - y) ** 2).mean())
+
+
+def sampler_orders(n: int, world_size: int, epochs: int, *, set_epoch: bool = True,
+                   shuffle: bool = True, seed: int = 0) -> list:
+    """``orders[rank][epoch]``: the dataset positions ``DistributedSampler`` gives each rank.
+
+    This is the sampler ``prepare_data_loader`` installs with more than one worker. Nothing is
+    started: the sampler only needs to be told its rank and the world size.
+    """
+    from torch.utils.data.distributed import DistributedSampler
+
+    orders = []
+    for rank in range(world_size):
+        sampler = DistributedSampler(range(n), num_replicas=world_size, rank=rank,
+                                     shuffle=shuffle, seed=seed)
+        per_epoch = []
+        for epoch in range(epochs):
+            if set_epoch:
+                sampler.set_epoch(epoch)
+            per_epoch.append([int(i) for i in sampler])
+        orders.append(per_epoch)
+    return orders
+
+
+@contextlib.contextmanager
+def _env(**values):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: str(v) for k, v in values.items()})
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: int = 2,
+                    timeout_s: float = 60.0, name: str = "ddp-check") -> list:
+    """Run ``train_fn`` with ``TorchTrainer`` on ``num_workers`` CPU workers; return rank 0's value.
+
+    Every wait is bounded by ``timeout_s``: the gloo collectives (``TorchConfig(timeout_s=...)``),
+    Ray Train's report barrier (``RAY_TRAIN_COLLECTIVE_TIMEOUT_S``) and the worker-group start
+    (``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S`` with no controller retry). A run that fails raises
+    :class:`raylab.checks.CheckFailed` naming the error each failing rank raised.
+    """
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from raylab.checks import CheckFailed
+
+    trainer = TorchTrainer(
+        train_fn,
+        train_loop_config=dict(config),
+        torch_config=TorchConfig(timeout_s=int(timeout_s)),
+        scaling_config=ray.train.ScalingConfig(num_workers=num_workers),
+        run_config=ray.train.RunConfig(
+            name=name, storage_path=str(storage_path),
+            failure_config=ray.train.FailureConfig(max_failures=0, controller_failure_limit=0)),
+    )
+    with _env(RAY_TRAIN_COLLECTIVE_TIMEOUT_S=timeout_s,
+              RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S=timeout_s):
+        try:
+            result = trainer.fit()
+        except ray.train.WorkerGroupError as exc:
+            failures = "; ".join(f"rank {rank}: {_first_line(err)}"
+                                 for rank, err in sorted(exc.worker_failures.items()))
+            raise CheckFailed(f"the training function raised on a worker ({failures}).\n"
+                              "Hint: run it again and read the worker's traceback above.") from None
+        except ray.train.TrainingFailedError as exc:
+            raise CheckFailed(f"the training run failed before or outside your function: "
+                              f"{_first_line(exc)}") from None
+    return check_per_rank_list(result.return_value, num_workers)
+
+
+def check_per_rank_list(value, num_workers: int) -> list:
+    """``value`` if it is a list of one dict per rank; otherwise a readable check failure."""
+    from raylab.checks import check
+
+    check(isinstance(value, list) and len(value) == num_workers
+          and all(isinstance(d, dict) for d in value),
+          f"rank 0 should return a list with one diagnostics dict per rank ({num_workers}), "
+          f"got {type(value).__name__}: {str(value)[:200]}",
+          hint="collect them with raylab.ddp.gather(diagnostics) on every rank and return that")
+    return value
+
+
+def _first_line(err) -> str:
+    text = str(err).strip()
+    cause = getattr(err, "cause", None)  # RayTaskError keeps the user's exception here
+    if cause is not None:
+        text = f"{type(cause).__name__}: {cause}"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return (lines[-1] if lines else type(err).__name__)[:300]
