@@ -187,6 +187,9 @@ class Lab:
 def setup(name: str, *, num_cpus: int = CLUSTER_CPUS, resources: dict | None = None,
           seed: int = 0, start_ray: bool = True) -> Lab:
     """One call at the top of every lab: seeds, scratch folder and the local cluster."""
+    from raylab import hints
+
+    hints.install()
     random.seed(seed)
     try:
         import numpy as np

@@ -1,0 +1,308 @@
+"""``make bench``: the course benchmark. Per lab: seconds, peak memory, and the share of Ray start-up.
+
+Every solution notebook is executed headless, as ``make check`` does (``grader.check.run_notebook``,
+learner mode unless ``--grading``). While a lab runs, a thread samples the resident memory of every
+process this benchmark started (the kernel and the whole local Ray cluster below it) every 0.2 s.
+The result is a markdown table on stdout and a JSON file under ``.scratch/`` (git-ignored).
+
+How the start-up share is measured (also printed under the table):
+
+* **Ray start-up**: the wall time of the cells that start the cluster (``raylab.setup(``,
+  ``raylab.start_cluster(`` or ``ray.init(``), from nbclient's per-cell timestamps.
+* **Train start-up**: every Ray Train run writes a JSON log (``ray-train-sys-controller-*.log``)
+  into the cluster's session folder; the benchmark points ``RAY_TMPDIR`` at a private folder to
+  find them. A run's start-up lasts from the controller's first record to its "Started training
+  worker group" record (placement group, worker actors, process group, train function launched).
+  For the first run inside a cell, the time from the start of the cell to the controller's first
+  record is added (the driver building the trainer and launching the controller).
+* Overlapping intervals (concurrent Tune trials) are merged before summing, so nothing counts
+  twice. **Share** = (Ray start-up + Train start-up) / the lab's wall time, which includes the
+  kernel's own start and stop.
+* **Peak memory** is the largest sum of RSS over those processes. Shared pages (the object store
+  in /dev/shm, the torch libraries) count once per process, so it is an upper bound.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grader import course
+from grader.check import run_notebook
+
+SCRATCH = course.ROOT / ".scratch"
+CLUSTER_START = re.compile(r"\b(raylab\.setup|raylab\.start_cluster|start_cluster|ray\.init)\(")
+WORKERS_UP = "Started training worker group"
+METHOD = (
+    "Method: Ray start-up = wall time of the cells that start the cluster (raylab.setup / ray.init). "
+    "Train start-up = per Train run, controller's first log record -> 'Started training worker "
+    "group' (from the run's JSON controller log), plus cell start -> controller's first record for "
+    "the first run of a cell. Overlaps merged. Share = start-up / lab wall time. Peak memory = "
+    "largest sum of RSS of the kernel and every Ray process it started, sampled every 0.2 s "
+    "(shared pages counted per process: an upper bound)."
+)
+
+
+@dataclass
+class LabBench:
+    lab: str
+    status: str
+    seconds: float
+    peak_rss_mib: float
+    ray_start_s: float = 0.0
+    train_start_s: float = 0.0
+    train_runs: int = 0
+    startup_s: float = 0.0       # union of the Ray and Train start-up intervals
+    slowest_cells: list = field(default_factory=list)
+
+    @property
+    def startup_share(self) -> float:
+        return self.startup_s / self.seconds if self.seconds else 0.0
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+class MemorySampler(threading.Thread):
+    """Peak of the summed RSS of this process's descendants (kernel + the Ray cluster it starts)."""
+
+    def __init__(self, interval_s: float = 0.2, run_id: str | None = None):
+        super().__init__(daemon=True)
+        self.interval_s = interval_s
+        self.run_id = run_id
+        self.peak_bytes = 0
+        self.samples = 0
+        self._halt = threading.Event()
+        self._strays: set[int] = set()
+
+    def _pids(self, tick: int) -> set[int]:
+        import psutil
+
+        pids = {p.pid for p in psutil.Process().children(recursive=True)}
+        if self.run_id and tick % 10 == 0:  # Ray processes that left our tree (rare; costly to find)
+            from raylab.cluster import ray_processes
+
+            self._strays = {p["pid"] for p in ray_processes(self.run_id)}
+        return pids | self._strays
+
+    def run(self) -> None:
+        import psutil
+
+        tick = 0
+        while not self._halt.is_set():
+            total = 0
+            for pid in self._pids(tick):
+                try:
+                    total += psutil.Process(pid).memory_info().rss
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+            self.peak_bytes = max(self.peak_bytes, total)
+            self.samples += 1
+            tick += 1
+            self._halt.wait(self.interval_s)
+
+    def stop(self) -> float:
+        """Stop sampling; return the peak in MiB."""
+        self._halt.set()
+        self.join(timeout=5)
+        return self.peak_bytes / 2**20
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+def _ts(value: str) -> float:
+    """An nbclient ISO timestamp (``2026-12-02T13:17:28.123456Z``) as epoch seconds."""
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def cell_intervals(nb) -> list[tuple[int, float, float, str]]:
+    """(cell index, start, end, source) of every executed code cell, from nbclient's metadata."""
+    rows = []
+    for index, cell in enumerate(nb.cells):
+        timing = cell.get("metadata", {}).get("execution", {})
+        start = timing.get("iopub.execute_input") or timing.get("iopub.status.busy")
+        end = timing.get("shell.execute_reply") or timing.get("iopub.status.idle")
+        if cell.cell_type == "code" and start and end:
+            rows.append((index, _ts(start), _ts(end), cell.source))
+    return rows
+
+
+def _log_time(record: dict) -> float | None:
+    if "timestamp_ns" in record:
+        return int(record["timestamp_ns"]) / 1e9
+    stamp = record.get("asctime")
+    if not stamp:
+        return None
+    return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
+
+
+def train_runs(ray_tmp: Path) -> list[tuple[float, float | None]]:
+    """(first record, workers up or None) of every Ray Train run logged under ``ray_tmp``.
+
+    Each controller writes its own JSON log; records carry ``run_name``, so a file that holds
+    several runs still splits correctly. A retried run counts its first worker group only.
+    """
+    runs: dict[tuple[str, str], list] = {}
+    for path in sorted(Path(ray_tmp).glob("**/logs/train/ray-train-sys-controller-*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            when = _log_time(record)
+            if when is None:
+                continue
+            run = runs.setdefault((path.name, str(record.get("run_name", ""))), [when, None])
+            run[0] = min(run[0], when)
+            if run[1] is None and WORKERS_UP in str(record.get("message", "")):
+                run[1] = when
+    return sorted(((first, up) for first, up in runs.values()), key=lambda run: run[0])
+
+
+def merged_length(intervals: list[tuple[float, float]]) -> float:
+    """Total length covered by the intervals (overlaps counted once)."""
+    total, current = 0.0, None
+    for start, end in sorted((s, e) for s, e in intervals if e > s):
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    if current is not None:
+        total += current[1] - current[0]
+    return total
+
+
+def startup_intervals(cells, runs) -> tuple[list, list]:
+    """(Ray start-up intervals, Train start-up intervals) of one executed lab."""
+    ray_iv = [(start, end) for _, start, end, src in cells if CLUSTER_START.search(src)]
+    train_iv = []
+    seen_cells: set[int] = set()
+    for first, up in runs:
+        if up is None:  # the workers never came up (a demo of a failure): not start-up time
+            continue
+        anchor = first
+        for index, start, end, _ in cells:
+            if start <= first <= end:
+                if index not in seen_cells:
+                    anchor = start
+                    seen_cells.add(index)
+                break
+        train_iv.append((anchor, up))
+    return ray_iv, train_iv
+
+
+# --- running -----------------------------------------------------------------------------------
+
+def bench_lab(lab: str, *, grading: bool = False, timeout: int = 600) -> LabBench:
+    run_id = f"bench-{uuid.uuid4().hex[:12]}"
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))  # short: Ray's socket paths
+    workdir = Path(tempfile.mkdtemp(prefix=f"raylab-bench-{lab}-"))
+    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAYLAB_RUN_ID", "RAYLAB_SCRATCH")}
+    os.environ.update({"RAY_TMPDIR": str(ray_tmp), "RAYLAB_RUN_ID": run_id,
+                       "RAYLAB_SCRATCH": str(workdir / "scratch")})
+    sampler = MemorySampler(run_id=run_id)
+    sampler.start()
+    try:
+        status, seconds, nb = run_notebook(course.solution_path(lab), grading=grading,
+                                           timeout=timeout, workdir=workdir)
+    finally:
+        peak = sampler.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    cells = cell_intervals(nb)
+    runs = train_runs(ray_tmp)
+    ray_iv, train_iv = startup_intervals(cells, runs)
+    slowest = sorted(((end - start, index) for index, start, end, _ in cells), reverse=True)[:3]
+    result = LabBench(
+        lab=lab, status=status, seconds=round(seconds, 1), peak_rss_mib=round(peak, 0),
+        ray_start_s=round(merged_length(ray_iv), 1), train_start_s=round(merged_length(train_iv), 1),
+        train_runs=len(runs), startup_s=round(merged_length(ray_iv + train_iv), 1),
+        slowest_cells=[{"cell": index, "seconds": round(s, 1)} for s, index in slowest])
+    shutil.rmtree(ray_tmp, ignore_errors=True)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def format_table(rows: list[LabBench]) -> str:
+    """The benchmark as a markdown table, with a total row."""
+    lines = ["| lab | status | seconds | peak memory (MiB) | Ray start-up (s) | Train start-up (s) "
+             "| Train runs | start-up share |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.lab} | {r.status} | {r.seconds:.1f} | {r.peak_rss_mib:.0f} | "
+                     f"{r.ray_start_s:.1f} | {r.train_start_s:.1f} | {r.train_runs} | "
+                     f"{r.startup_share:.0%} |")
+    if rows:
+        seconds = sum(r.seconds for r in rows)
+        startup = sum(r.startup_s for r in rows)
+        share = startup / seconds if seconds else 0.0
+        lines.append(f"| **total** | {sum(r.status == 'ok' for r in rows)}/{len(rows)} ok | "
+                     f"{seconds:.1f} | {max(r.peak_rss_mib for r in rows):.0f} (max) | "
+                     f"{sum(r.ray_start_s for r in rows):.1f} | {sum(r.train_start_s for r in rows):.1f} | "
+                     f"{sum(r.train_runs for r in rows)} | {share:.0%} |")
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    import psutil
+
+    try:
+        import ray
+
+        ray_version = ray.__version__
+    except ImportError:
+        ray_version = None
+    return {"python": platform.python_version(), "ray": ray_version,
+            "cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "platform": platform.platform()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("labs", nargs="*", help="assignment ids (default: all)")
+    parser.add_argument("--grading", action="store_true", help="run as nbgrader does (grading mode)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where to write the JSON (default: .scratch/bench-<time>.json)")
+    args = parser.parse_args(argv)
+    labs = args.labs or course.labs()
+    mode = "grading" if args.grading else "learner"
+    info = machine()
+    print(f"Benchmark ({mode} mode) on {info['affinity']} CPU(s), {info['memory_gib']} GiB, "
+          f"Python {info['python']}, Ray {info['ray']}", flush=True)
+    rows = []
+    for lab in labs:
+        row = bench_lab(lab, grading=args.grading)
+        rows.append(row)
+        print(f"  {lab:<36} {row.status:<10} {row.seconds:>7.1f} s  peak {row.peak_rss_mib:>6.0f} MiB",
+              flush=True)
+    print()
+    print(format_table(rows))
+    print()
+    print(METHOD)
+    out = args.json or SCRATCH / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"mode": mode, "machine": info, "method": METHOD,
+                               "labs": [dict(asdict(r), startup_share=round(r.startup_share, 3))
+                                        for r in rows]}, indent=2))
+    print(f"\nJSON: {out}")
+    return 0 if all(r.status == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

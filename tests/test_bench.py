@@ -1,0 +1,55 @@
+"""``make bench`` helpers: table formatting and the start-up accounting (fast, no Ray)."""
+import json
+
+import nbformat
+
+from grader import bench
+
+
+def _row(lab, seconds, startup, **kw):
+    return bench.LabBench(lab=lab, status=kw.get("status", "ok"), seconds=seconds,
+                          peak_rss_mib=kw.get("peak", 1000.0), ray_start_s=kw.get("ray", 0.0),
+                          train_start_s=kw.get("train", 0.0), train_runs=kw.get("runs", 0),
+                          startup_s=startup)
+
+
+def test_format_table_rows_and_total():
+    table = bench.format_table([_row("00_lab_setup", 40.0, 10.0, ray=10.0, peak=900.0),
+                                _row("01_train", 60.0, 30.0, ray=8.0, train=22.0, runs=1, peak=2100.0,
+                                     status="timeout")])
+    lines = table.splitlines()
+    assert lines[0].startswith("| lab | status | seconds | peak memory (MiB)")
+    assert len(lines) == 5 and all(line.startswith("|") and line.endswith("|") for line in lines)
+    assert "| 00_lab_setup | ok | 40.0 | 900 | 10.0 | 0.0 | 0 | 25% |" in lines
+    assert "| 01_train | timeout | 60.0 | 2100 | 8.0 | 22.0 | 1 | 50% |" in lines
+    assert lines[-1] == "| **total** | 1/2 ok | 100.0 | 2100 (max) | 18.0 | 22.0 | 1 | 40% |"
+    assert bench.format_table([]).count("\n") == 1  # header only
+
+
+def test_merged_length_counts_overlaps_once():
+    assert bench.merged_length([]) == 0
+    assert bench.merged_length([(0, 2), (1, 3), (5, 6), (6, 6)]) == 4
+
+
+def test_startup_intervals_from_cells_and_train_logs(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cells = [("import raylab\nlab = raylab.setup('x')", "2026-01-01T00:00:00Z", "2026-01-01T00:00:08Z"),
+             ("trainer.fit()", "2026-01-01T00:00:10Z", "2026-01-01T00:00:40Z"),
+             ("print('done')", "2026-01-01T00:00:41Z", "2026-01-01T00:00:41.5Z")]
+    for source, start, end in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["execution"] = {"iopub.execute_input": start, "shell.execute_reply": end}
+        nb.cells.append(cell)
+    t0 = bench._ts("2026-01-01T00:00:00Z")
+    logs = tmp_path / "ray" / "session_x" / "logs" / "train"
+    logs.mkdir(parents=True)
+    # two runs in the fit cell: the first one pays for the driver and controller launch
+    for name, first, up in (("a", 16, 25), ("b", 30, 36)):
+        records = [{"timestamp_ns": int((t0 + first) * 1e9), "message": "Requesting resources"},
+                   {"timestamp_ns": int((t0 + up) * 1e9), "message": "Started training worker group of size 2: "}]
+        (logs / f"ray-train-sys-controller-{name}.log").write_text("\n".join(json.dumps(r) for r in records))
+    runs = bench.train_runs(tmp_path)
+    assert len(runs) == 2
+    ray_iv, train_iv = bench.startup_intervals(bench.cell_intervals(nb), runs)
+    assert bench.merged_length(ray_iv) == 8
+    assert bench.merged_length(train_iv) == (25 - 10) + (36 - 30)
