@@ -156,15 +156,27 @@ def listening_sockets() -> list[dict]:
 
 
 def stop_cluster(wait_s: float = 15.0) -> list[dict]:
-    """Shut Ray down and wait until its processes are gone; return any that survived."""
+    """Shut Ray down and wait until the processes of *this* cluster are gone; return survivors.
+
+    A local cluster's processes (GCS, raylet, workers) descend from the driver that started it,
+    so other clusters on the machine (another learner, a parallel grader) are left alone.
+    """
+    import psutil
     import ray
 
-    before = {p["pid"] for p in ray_processes()}
-    if ray.is_initialized():
-        ray.shutdown()
+    if not ray.is_initialized():  # nothing of ours to stop (e.g. a lab that never started Ray)
+        return []
+    ours = psutil.Process().children(recursive=True)
+    ray.shutdown()
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in ray_processes() if p["pid"] in before]
+        left = []
+        for proc in ours:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    left.append({"pid": proc.pid, "cmdline": " ".join(proc.cmdline())[:200]})
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.2)
