@@ -200,8 +200,10 @@ def _nbgrader_reason(log: str) -> str:
                            ("CellTimeoutError", "a cell ran past the per-cell time limit")):
         if needle in log:
             return reason
-    lines = [l for l in log.strip().splitlines() if "ERROR" in l]
-    return "nbgrader failed: " + (lines[-1][-200:] if lines else log.strip()[-200:])
+    generic = ("Please see the", "There was an error processing", "Removing failed")
+    lines = [l for l in log.strip().splitlines()
+             if ("ERROR" in l or "Error:" in l) and not any(g in l for g in generic)]
+    return "nbgrader failed: " + (lines[-1].strip()[-200:] if lines else log.strip()[-200:])
 
 
 def _flags(nb_path: Path) -> list[str]:

@@ -15,7 +15,7 @@ from grader import mutants
 _ADVERSARIAL_CODE = {
     "kernel_exit": "import os\nos._exit(3)",
     "infinite_loop": "while True:\n    pass",
-    "huge_output": "for i in range(200_000):\n    print('spam', i)",
+    "huge_output": "for i in range(20_000):\n    print('spam', i)",
     "ray_shutdown": "import ray\nray.shutdown()",
     "own_cluster": ("import subprocess, sys, os\n"
                     "subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ray'), 'start', '--head',\n"
