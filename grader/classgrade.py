@@ -91,11 +91,24 @@ def check_notebook(data: bytes) -> str | None:
     return None
 
 
-def _clean_env() -> dict:
+# Variables a Ray worker process sets for the task it runs. A grading task on a Ray cluster must
+# not pass them on to the lab's own cluster: with OMP_NUM_THREADS=2 inherited, the lab's Ray would
+# no longer set it per task, and a correct answer to lab 00's exercise 3 would fail.
+TASK_SET_BY_RAY = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+
+
+def _clean_env(restore: dict | None = None) -> dict:
     """The environment for a worker's nbgrader: no Ray cluster address or session variables
-    leak in (a worker may itself be a Ray task), the course's own knobs stay."""
-    return {k: v for k, v in os.environ.items()
-            if not (k.startswith("RAY_") and not k.startswith("RAY_TRAIN_")) and not k.startswith("RAYLAB_")}
+    leak in (a worker may itself be a Ray task), the course's own knobs stay. ``restore`` gives the
+    coordinator's values of TASK_SET_BY_RAY (None: unset) when the worker is a Ray task."""
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("RAY_") and not k.startswith("RAY_TRAIN_")) and not k.startswith("RAYLAB_")}
+    for key, value in (restore or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
 
 
 def _kill_run(run_id: str) -> int:
@@ -113,7 +126,8 @@ def _kill_run(run_id: str) -> int:
 
 
 def grade_one(lab: str, student: str, notebook: bytes, template_db: bytes, *, timeout_s: float,
-              hide: list[str], sandbox: bool, cell_timeout_s: float | None = None) -> dict:
+              hide: list[str], sandbox: bool, cell_timeout_s: float | None = None,
+              restore_env: dict | None = None) -> dict:
     """Autograde one submission in a private folder; return scores and outputs (picklable, so it
     runs the same in a local thread or as a Ray task on another node)."""
     start = time.monotonic()
@@ -136,7 +150,7 @@ def grade_one(lab: str, student: str, notebook: bytes, template_db: bytes, *, ti
         nb_path.write_bytes(notebook)
         for d in ("scratch", "r", "mpl", "ipython"):
             (home / d).mkdir(parents=True, exist_ok=True)
-        env = _clean_env()
+        env = _clean_env(restore_env)
         env.update({"RAYLAB_RUN_ID": run_id, "RAYLAB_SCRATCH": str(home / "scratch"),
                     "RAY_TMPDIR": str(home / "r"), "PYTHONUNBUFFERED": "1"})
         overrides = [f"--CourseDirectory.db_url=sqlite:///{db_dir / 'gradebook.db'}",
@@ -370,7 +384,9 @@ class ClassGrader:
             while (queue or pending) and not (self._stop.is_set() and not pending):
                 while queue and len(pending) < self.workers and not self._stop.is_set():
                     unit = queue.pop(0)
-                    pending[remote.remote(*self._args(unit, templates), **self._kwargs())] = unit
+                    restore = {k: os.environ.get(k) for k in TASK_SET_BY_RAY}
+                    pending[remote.remote(*self._args(unit, templates), **self._kwargs(),
+                                          restore_env=restore)] = unit
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                 for ref in ready:
                     unit = pending.pop(ref)
