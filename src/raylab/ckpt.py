@@ -1,0 +1,354 @@
+"""A tiny training job whose state lives in five places, for the checkpoint and failure labs.
+
+:func:`build` returns a :class:`Job` with
+
+- a model with dropout (so the random-number generator is part of the state),
+- SGD with momentum (the optimizer keeps a buffer per parameter),
+- a warm-up learning-rate scheduler (it counts the steps it has taken),
+- a :class:`BatchCursor` (where the data stream is: epoch and offset),
+
+and :meth:`Job.train_step` runs one step. Everything is deterministic given ``config["seed"]``:
+a run that is interrupted and resumed with its *complete* state ends exactly where an
+uninterrupted run ends, and leaving out any one piece changes the result.
+
+Fault injection: with ``config["fail_at_step"] = k`` (or a list of steps) and a
+``config["fail_marker"]`` path prefix, ``train_step(k)`` raises :class:`InjectedFailure` the first
+time it reaches step ``k`` (it creates the file ``<fail_marker>.step<k>`` first), so a retried or
+re-run attempt gets past it. The marker is a file, so this works on one machine, which is what the
+labs run on; without a marker the step fails every time. With ``config["trace"]`` set, every step
+appends ``pid step loss`` to that file: tests read it to see which steps each attempt ran.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+DEFAULTS = {
+    "seed": 0,
+    "steps": 8,
+    "lr": 0.05,
+    "momentum": 0.9,
+    "warmup": 6,
+    "warmup_start": 0.2,
+    "batch_size": 16,
+    "n": 64,
+    "d": 8,
+    "hidden": 16,
+    "dropout": 0.25,
+}
+
+STATE_FILE = "state.pt"
+STATE_KEYS = ("model", "optimizer", "scheduler", "rng", "cursor", "step")
+
+
+class InjectedFailure(RuntimeError):
+    """The failure a lab injects on purpose (a stand-in for a crashed process or a lost node)."""
+
+
+def settings(config: dict | None = None) -> dict:
+    """``DEFAULTS`` overridden by the keys of ``config`` (unknown keys are kept too)."""
+    merged = dict(DEFAULTS)
+    merged.update(config or {})
+    return merged
+
+
+class BatchCursor:
+    """Position in a shuffled data stream: ``epoch`` and ``offset`` within that epoch.
+
+    Each epoch visits the samples in an order drawn from its own generator seeded with
+    ``(seed, epoch)``, so the position alone (two integers) says which batch comes next. It does
+    not touch PyTorch's global random-number generator.
+    """
+
+    def __init__(self, n: int, batch_size: int, seed: int = 0):
+        if not 0 < batch_size <= n:
+            raise ValueError(f"batch_size must be in 1..{n}, got {batch_size}")
+        self.n, self.batch_size, self.seed = n, batch_size, seed
+        self.epoch, self.offset = 0, 0
+
+    def _order(self, epoch: int):
+        import torch
+
+        g = torch.Generator().manual_seed(10_007 * self.seed + epoch)
+        return torch.randperm(self.n, generator=g)
+
+    def next_indices(self):
+        """Indices of the next batch; moves the cursor (a new epoch starts when one is used up)."""
+        if self.offset + self.batch_size > self.n:
+            self.epoch, self.offset = self.epoch + 1, 0
+        idx = self._order(self.epoch)[self.offset:self.offset + self.batch_size]
+        self.offset += self.batch_size
+        return idx
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "offset": self.offset}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.offset = int(state["epoch"]), int(state["offset"])
+
+
+@dataclass
+class Job:
+    """Model, optimizer, scheduler, data cursor and data of one training job."""
+
+    model: object
+    optimizer: object
+    scheduler: object
+    cursor: BatchCursor
+    x: object
+    y: object
+    config: dict = field(default_factory=dict)
+
+    def train_step(self, step: int) -> float:
+        """Run training step ``step`` (0-based) and return its loss."""
+        import torch
+
+        self._maybe_fail(step)
+        idx = self.cursor.next_indices()
+        self.model.train()
+        loss = torch.nn.functional.mse_loss(self.model(self.x[idx]), self.y[idx])
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        value = float(loss.detach())
+        trace = self.config.get("trace")
+        if trace:
+            with open(trace, "a") as f:
+                f.write(f"{os.getpid()} {step} {value!r}\n")
+        return value
+
+    def _maybe_fail(self, step: int) -> None:
+        at = self.config.get("fail_at_step")
+        if at is None or step not in fail_steps(at):
+            return
+        marker = self.config.get("fail_marker")
+        if marker:
+            done = f"{marker}.step{step}"
+            if os.path.exists(done):
+                return
+            with open(done, "w") as f:
+                f.write(f"failed once at step {step} in pid {os.getpid()}\n")
+        raise InjectedFailure(f"injected failure at step {step} (pid {os.getpid()})")
+
+
+def fail_steps(at) -> list[int]:
+    """``config["fail_at_step"]`` as a list: one step or several."""
+    return [int(s) for s in (at if isinstance(at, (list, tuple)) else [at])]
+
+
+def build(config: dict | None = None) -> Job:
+    """A fresh job: seeds PyTorch's global generator, then builds model, optimizer and scheduler."""
+    import torch
+    from torch import nn
+
+    from raylab.data import regression
+
+    cfg = settings(config)
+    torch.manual_seed(cfg["seed"])
+    model = nn.Sequential(nn.Linear(cfg["d"], cfg["hidden"]), nn.ReLU(), nn.Dropout(cfg["dropout"]),
+                          nn.Linear(cfg["hidden"], 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    # A warm-up: the learning rate grows for `warmup` steps. The scheduler counts its own steps.
+    scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=cfg["warmup_start"],
+                                                  end_factor=1.0, total_iters=cfg["warmup"])
+    _, x, y = regression(n=cfg["n"], d=cfg["d"], seed=cfg["seed"]).tensors
+    y = y / cfg["d"]  # keep the targets O(1) so a few SGD steps stay well behaved
+    cursor = BatchCursor(cfg["n"], cfg["batch_size"], cfg["seed"])
+    return Job(model, optimizer, scheduler, cursor, x, y, cfg)
+
+
+# --- the complete state (what lab 04 hands learners; lab 03 has them write it) -----------------
+
+def full_state(job: Job, next_step: int) -> dict:
+    """Everything needed to continue ``job`` at ``next_step`` exactly as if it never stopped."""
+    import torch
+
+    return {
+        "model": job.model.state_dict(),
+        "optimizer": job.optimizer.state_dict(),
+        "scheduler": job.scheduler.state_dict(),
+        "rng": torch.get_rng_state(),
+        "cursor": job.cursor.state_dict(),
+        "step": int(next_step),
+    }
+
+
+def restore(job: Job, state: dict, parts=STATE_KEYS) -> int:
+    """Load the chosen ``parts`` of ``state`` into ``job``; return the step to continue at.
+
+    Leaving a part out is how lab 03 shows what each one is for; ``"step"`` left out means
+    "start counting from 0 again".
+    """
+    import torch
+
+    parts = set(parts)
+    unknown = parts - set(STATE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown state parts {sorted(unknown)}; choose from {STATE_KEYS}")
+    if "model" in parts:
+        job.model.load_state_dict(state["model"])
+    if "optimizer" in parts:
+        job.optimizer.load_state_dict(state["optimizer"])
+    if "scheduler" in parts:
+        job.scheduler.load_state_dict(state["scheduler"])
+    if "rng" in parts:
+        torch.set_rng_state(state["rng"])
+    if "cursor" in parts:
+        job.cursor.load_state_dict(state["cursor"])
+    return int(state["step"]) if "step" in parts else 0
+
+
+def save_state(job: Job, next_step: int, directory: str) -> str:
+    """Write :func:`full_state` to ``directory/state.pt``; return the file's path."""
+    import torch
+
+    path = os.path.join(directory, STATE_FILE)
+    torch.save(full_state(job, next_step), path)
+    return path
+
+
+def load_state(directory: str) -> dict:
+    """Read the ``state.pt`` that :func:`save_state` (or a learner's code) wrote."""
+    import torch
+
+    return torch.load(os.path.join(directory, STATE_FILE), weights_only=False)
+
+
+# --- in-process references (no Ray) -------------------------------------------------------------
+
+@contextmanager
+def single_thread():
+    """Run PyTorch on one thread, like a Ray worker that holds 1 CPU (``OMP_NUM_THREADS=1``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def reference_run(config: dict | None = None, steps: int | None = None) -> dict:
+    """The uninterrupted run, in this process: ``{"losses": [...], "state": full_state}``."""
+    cfg = {k: v for k, v in settings(config).items() if k not in ("fail_at_step", "trace")}
+    steps = cfg["steps"] if steps is None else steps
+    with single_thread():
+        job = build(cfg)
+        losses = [job.train_step(s) for s in range(steps)]
+        return {"losses": losses, "state": full_state(job, steps)}
+
+
+def interrupted_run(config: dict | None = None, *, stop_after: int, parts=STATE_KEYS) -> dict:
+    """Run ``stop_after`` steps, keep the full state, start a *fresh* job, restore only ``parts``
+    and train until ``config["steps"]`` are done, all in this process.
+
+    Returns ``{"losses": [...], "state": ..., "resumed_at": step}``; ``losses`` holds the steps the
+    first part ran followed by those the resumed part ran.
+    """
+    cfg = {k: v for k, v in settings(config).items() if k not in ("fail_at_step", "trace")}
+    with single_thread():
+        job = build(cfg)
+        losses = [job.train_step(s) for s in range(stop_after)]
+        saved = full_state(job, stop_after)
+        job = build(cfg)  # the new process: everything back to its initial value
+        start = restore(job, saved, parts)
+        losses += [job.train_step(s) for s in range(start, cfg["steps"])]
+        return {"losses": losses, "state": full_state(job, cfg["steps"]), "resumed_at": start}
+
+
+def max_param_diff(state_a: dict, state_b: dict) -> float:
+    """Largest absolute difference between two model ``state_dict``s (inf if their keys differ)."""
+    if set(state_a) != set(state_b):
+        return float("inf")
+    return max(float((state_a[k].double() - state_b[k].double()).abs().max()) for k in state_a)
+
+
+def read_trace(path: str) -> list[list[tuple[int, float]]]:
+    """The attempts recorded in a trace file: one list of ``(step, loss)`` per process, in order."""
+    attempts, last_pid = [], None
+    if not os.path.exists(path):
+        return attempts
+    with open(path) as f:
+        for line in f:
+            pid, step, loss = line.split()
+            if pid != last_pid:
+                attempts.append([])
+                last_pid = pid
+            attempts[-1].append((int(step), float(loss)))
+    return attempts
+
+
+# --- bounded runs in a child process ------------------------------------------------------------
+
+_CHILD = """
+import os, sys, traceback
+import ray
+from ray import cloudpickle
+with open(os.environ["RAYLAB_CHILD_IN"], "rb") as f:
+    fn = cloudpickle.load(f)
+if os.environ.get("RAYLAB_CHILD_ADDRESS"):
+    ray.init(address=os.environ["RAYLAB_CHILD_ADDRESS"],
+             log_to_driver=os.environ.get("RAYLAB_CHILD_LOG_TO_DRIVER") == "1")
+try:
+    out = {"value": fn(), "error": None}
+except BaseException as exc:
+    out = {"value": None, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+with open(os.environ["RAYLAB_CHILD_OUT"], "wb") as f:
+    cloudpickle.dump(out, f)
+"""
+
+
+@dataclass
+class ChildRun:
+    """What :func:`run_in_child` brings back: ``fn``'s return value (or its error) and the process."""
+
+    value: object
+    error: str | None
+    timed_out: bool
+    seconds: float
+    output: str  # the child's stdout and stderr, for when something unexpected happened
+
+
+def run_in_child(fn, *, timeout_s: float, env: dict | None = None, connect: bool = True,
+                 log_to_driver: bool = False) -> ChildRun:
+    """Call ``fn()`` in a new Python process and kill that process after ``timeout_s``.
+
+    ``fn`` is shipped with Ray's cloudpickle, so a function defined in a notebook works, and the
+    child connects to this process's Ray cluster (``connect=True``) instead of starting its own.
+    ``env`` sets environment variables in the child only, e.g. ``RAY_TRAIN_COLLECTIVE_TIMEOUT_S``:
+    Ray Train reads them in the driver and forwards them to the controller and workers it starts,
+    so the notebook's own runs keep their settings. The return value must be picklable. With
+    ``log_to_driver=True`` the log lines of the child's Ray processes (the Train controller's among
+    them) end up in ``ChildRun.output``.
+    """
+    import tempfile
+
+    import ray
+    from ray import cloudpickle
+
+    from raylab.sandbox import run_snippet
+
+    with tempfile.TemporaryDirectory(prefix="raylab-child-") as tmp:
+        src, dst = os.path.join(tmp, "fn.pkl"), os.path.join(tmp, "out.pkl")
+        with open(src, "wb") as f:
+            cloudpickle.dump(fn, f)
+        child_env = {"RAYLAB_CHILD_IN": src, "RAYLAB_CHILD_OUT": dst,
+                     "RAYLAB_CHILD_LOG_TO_DRIVER": "1" if log_to_driver else "0",
+                     # what this process can import by name, the child can too
+                     "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        if connect:
+            child_env["RAYLAB_CHILD_ADDRESS"] = ray.get_runtime_context().gcs_address
+        child_env.update(env or {})
+        res = run_snippet(_CHILD, timeout_s=timeout_s, env=child_env)
+        out = {"value": None, "error": "the child process ended without a result"}
+        if os.path.exists(dst):
+            with open(dst, "rb") as f:
+                out = cloudpickle.load(f)
+        if res.timed_out:
+            out["error"] = f"killed after {timeout_s:g} s"
+    return ChildRun(value=out["value"], error=out["error"], timed_out=res.timed_out,
+                    seconds=res.seconds, output=(res.stdout + res.stderr)[-20000:])
