@@ -411,7 +411,8 @@ class ClassGrader:
         quiz = [lab for lab in self.labs if lab.endswith("_quiz")]
         for lab in quiz:
             if any(k.endswith("/" + lab) for k in self.state):
-                question_scores.export(self.out / "gradebook.db", lab, exports / f"{lab}_questions.csv")
+                header, rows = question_scores.question_table(lab, db_url=f"sqlite:///{self.out / 'gradebook.db'}")
+                (exports / f"{lab}_questions.csv").write_text(question_scores.to_csv(header, rows))
 
     def export_lms(self, path: Path) -> None:
         """One row per learner, one column per lab and quiz (autograded points), and totals."""
