@@ -91,9 +91,15 @@ def nbgrader(*args: str, grading_dir: Path | None = None, env: dict | None = Non
     return NbgraderRun(proc.returncode, proc.stdout)
 
 
-def generate(lab: str, grading_dir: Path, release_dir: Path | None = None) -> NbgraderRun:
+def _source_arg(source_dir: Path | None) -> list[str]:
+    """Point nbgrader at another source folder (``<source_dir>/<lab>/<lab>.ipynb``)."""
+    return [] if source_dir is None else [f"--CourseDirectory.source_directory={Path(source_dir).resolve()}"]
+
+
+def generate(lab: str, grading_dir: Path, release_dir: Path | None = None,
+             source_dir: Path | None = None) -> NbgraderRun:
     """``nbgrader generate_assignment``: learner copy plus the gradebook record of every cell."""
-    args = ["generate_assignment", lab, "--force"]
+    args = ["generate_assignment", lab, "--force", *_source_arg(source_dir)]
     if release_dir is not None:
         args.append(f"--CourseDirectory.release_directory={Path(release_dir).resolve()}")
     return nbgrader(*args, grading_dir=grading_dir)
@@ -108,8 +114,9 @@ def submit(lab: str, student: str, notebook: Path, grading_dir: Path) -> Path:
 
 
 def autograde(lab: str, grading_dir: Path, *, student: str | None = None,
-              timeout: float | None = None, env: dict | None = None) -> NbgraderRun:
-    args = ["autograde", lab, "--force"]
+              timeout: float | None = None, env: dict | None = None,
+              source_dir: Path | None = None) -> NbgraderRun:
+    args = ["autograde", lab, "--force", *_source_arg(source_dir)]
     if student:
         args.append(f"--student={student}")
     return nbgrader(*args, grading_dir=grading_dir, isolate_network=True, timeout=timeout, env=env)

@@ -85,9 +85,11 @@ def apply(source: str, mutant: Mutant) -> str:
     return source
 
 
-def submission(lab: str, answers: dict[str, str] | None) -> nbformat.NotebookNode:
-    """The released notebook with the given answer cells filled in (``None``: left as released)."""
-    nb = copy.deepcopy(nbformat.read(course.release_path(lab), as_version=4))
+def submission(lab: str, answers: dict[str, str] | None,
+               release: Path | None = None) -> nbformat.NotebookNode:
+    """The released notebook (or the one at ``release``) with the given answer cells filled in
+    (``None``: left as released)."""
+    nb = copy.deepcopy(nbformat.read(release or course.release_path(lab), as_version=4))
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if answers and grade_id in answers:

@@ -9,16 +9,19 @@ left behind. ``tests/test_autograde_roundtrip.py`` runs the same function for ev
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from grader import course, mutants
+from grader import course, mutants, trim
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
@@ -39,6 +42,7 @@ class RoundTrip:
     graded: dict  # student -> Graded
     leftover_ray: list
     problems: list
+    skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
 
 
 def _errors(nb_path: Path) -> dict:
@@ -53,55 +57,116 @@ def _errors(nb_path: Path) -> dict:
     return found
 
 
-def run(lab: str, grading_dir: Path | None = None) -> RoundTrip:
+HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(")
+
+
+def _heavy_skippable(nb) -> list[str]:
+    """The skippable demo cells (grader.trim), if at least one of them runs something heavy."""
+    skip = trim.skippable(nb)
+    heavy = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") in skip
+             and any(marker in c.source for marker in HEAVY_MARKERS)]
+    return skip if heavy else []
+
+
+def _workers() -> int:
+    return max(1, int(os.environ.get("RAYLAB_ROUNDTRIP_WORKERS", "2")))
+
+
+def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
+    """Grade the lab's submissions; ``workers`` > 1 runs one ``nbgrader autograde`` per submission,
+    that many at a time, each with its own copy of the gradebook (so nothing races on SQLite).
+    With ``workers=1`` every submission is graded by one autograde into ``grading_dir``."""
     import raylab
 
     start = time.monotonic()
+    workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
     problems = []
-    gen = course.generate(lab, grading_dir, release_dir=grading_dir / "release")
-    if gen.returncode != 0:
-        return RoundTrip(lab, 0.0, {}, [], [f"generate_assignment failed:\n{gen.output[-2000:]}"])
 
-    submissions = {"solution": (mutants.answer_sources(lab), {}), "untouched": (None, {})}
+    # Variant "full" is the lab as released. When the lab has heavy demo cells that no test reads,
+    # the wrong-answer rounds use variant "trimmed", which leaves them out (grader.trim), and the
+    # solution is graded in both variants: full marks in "trimmed" too proves that nothing a test
+    # depends on was left out, so a mutant's lost points cannot come from a skipped demo.
+    full_nb = nbformat.read(course.solution_path(lab), as_version=4)
+    skipped = _heavy_skippable(full_nb) if workers > 1 else []
+    variants = {"full": None}
+    if skipped:
+        src = grading_dir / "trimmed-source"
+        (src / lab).mkdir(parents=True, exist_ok=True)
+        nbformat.write(trim.trimmed(full_nb), src / lab / f"{lab}.ipynb")
+        variants["trimmed"] = src
+    templates = {}
+    for variant, source in variants.items():
+        template = grading_dir if workers == 1 else grading_dir / "templates" / variant
+        gen = course.generate(lab, template, release_dir=template / "release", source_dir=source)
+        if gen.returncode != 0:
+            return RoundTrip(lab, 0.0, {}, [], [f"generate_assignment ({variant}) failed:\n{gen.output[-2000:]}"])
+        templates[variant] = template
+    wrong_variant = "trimmed" if skipped else "full"
+
+    submissions = {"solution": (mutants.answer_sources(lab), {}, "full"),
+                   "untouched": (None, {}, wrong_variant)}
     for k, rnd in enumerate(mutants.rounds(lab)):
         submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd),
-                                      {a: m.name for a, m in rnd.items()})
-    for student, (answers, _) in submissions.items():
-        path = grading_dir / "built" / f"{student}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(mutants.submission(lab, answers), path)
-        course.submit(lab, student, path, grading_dir)
+                                      {a: m.name for a, m in rnd.items()}, wrong_variant)
+    if skipped:
+        submissions["solution_trimmed"] = (mutants.answer_sources(lab), {}, "trimmed")
 
     run_id = uuid.uuid4().hex
-    ag = course.autograde(lab, grading_dir, env={"RAYLAB_RUN_ID": run_id})
-    if ag.returncode != 0:
-        problems.append(f"nbgrader autograde exited {ag.returncode}:\n{ag.output[-3000:]}")
+    dirs = {}
+    for student, (answers, _, variant) in submissions.items():
+        where = grading_dir if workers == 1 else grading_dir / "graded" / student
+        if where != templates[variant]:
+            where.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(templates[variant] / "gradebook.db", where / "gradebook.db")
+        path = grading_dir / "built" / f"{student}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        release = templates[variant] / "release" / lab / f"{lab}.ipynb"
+        nbformat.write(mutants.submission(lab, answers, release=release), path)
+        course.submit(lab, student, path, where)
+        dirs[student] = where
+
+    def grade(student):
+        variant = submissions[student][2]
+        return student, course.autograde(lab, dirs[student], student=None if workers == 1 else student,
+                                         env={"RAYLAB_RUN_ID": run_id}, source_dir=variants[variant])
+
+    if workers == 1:
+        runs = [("all", course.autograde(lab, grading_dir, env={"RAYLAB_RUN_ID": run_id}))]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            runs = list(pool.map(grade, submissions))
+    for who, ag in runs:
+        if ag.returncode != 0:
+            problems.append(f"nbgrader autograde ({who}) exited {ag.returncode}:\n{ag.output[-3000:]}")
     leftover = raylab.ray_processes(run_id=run_id)
     if leftover:
         problems.append(f"{len(leftover)} Ray process(es) left after grading: {leftover[:3]}")
 
     exercises = mutants.load(lab)
     graded = {}
-    for student, (_, mutated) in submissions.items():
+    for student, (_, mutated, _) in submissions.items():
         try:
-            scores = course.cell_scores(lab, student, grading_dir)
+            scores = course.cell_scores(lab, student, dirs[student])
         except Exception as exc:  # noqa: BLE001 - reported as a problem below
             problems.append(f"{student}: no scores in the gradebook ({exc})")
             continue
-        nb_path = grading_dir / "autograded" / student / lab / f"{lab}.ipynb"
+        nb_path = dirs[student] / "autograded" / student / lab / f"{lab}.ipynb"
         errors = _errors(nb_path) if nb_path.exists() else {}
         graded[student] = Graded(student, scores, errors, mutated)
 
     auto = {g: s for g, s in graded.get("solution", Graded("", {}, {})).scores.items()
             if s[0] is not None or s[1]}
-    sol = graded.get("solution")
-    if sol:
+    for sol in (graded.get("solution"), graded.get("solution_trimmed")):
+        if not sol:
+            continue
         for grade_id, (score, max_score) in sol.scores.items():
             if score is not None and score < max_score:
-                problems.append(f"solution: {grade_id} scored {score}/{max_score}")
+                problems.append(f"{sol.student}: {grade_id} scored {score}/{max_score}")
         for grade_id, (ename, evalue) in sol.errors.items():
-            problems.append(f"solution: error in cell {grade_id}: {ename}: {evalue}")
+            problems.append(f"{sol.student}: error in cell {grade_id}: {ename}: {evalue}")
+    if skipped and "solution_trimmed" not in graded:
+        problems.append("the solution was not graded with the demo cells left out")
     untouched = graded.get("untouched")
     if untouched:
         for grade_id, (score, _) in untouched.scores.items():
@@ -119,11 +184,13 @@ def run(lab: str, grading_dir: Path | None = None) -> RoundTrip:
                                     "not a check (a crash is not proof the tests catch it)")
     if not auto:
         problems.append("the lab has no autograded cells")
-    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems)
+    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped)
 
 
 def report(rt: RoundTrip) -> str:
     lines = [f"{rt.lab}: {rt.seconds:.0f} s, {len(rt.graded)} submissions"]
+    if rt.skipped:
+        lines.append(f"  demo cells left out of the wrong-answer rounds: {', '.join(rt.skipped)}")
     for student, g in rt.graded.items():
         total = sum(s or 0 for s, _ in g.scores.values())
         top = sum(m or 0 for _, m in g.scores.values())

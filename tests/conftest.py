@@ -8,14 +8,40 @@ if str(ROOT) not in sys.path:  # `grader` is a folder of the repository, not an 
     sys.path.insert(0, str(ROOT))
 
 
+RAY_PROCESS_NAMES = ("gcs_server", "raylet", "ray::", "monitor.py", "dashboard.py", "log_monitor.py")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    """Fail the test that leaves Ray initialised in the pytest process, and shut Ray down, so a leak
-    is reported where it happens instead of in whichever later test counts Ray processes. Runs after
-    the fixtures of the test are finalised (module fixtures too, when the module ends)."""
-    outcome = yield
+    """When a test module ends, fail if it left Ray initialised in the pytest process or left Ray
+    processes behind (a refused ``ray.init`` leaves a half-started head, for instance), and clean
+    up, so the leak is reported where it happened instead of by whichever later test counts Ray
+    processes. Checked at module ends because module-scoped fixtures keep a cluster between tests."""
+    yield
+    if nextitem is not None and nextitem.path == item.path:
+        return
+    import psutil
+
+    problems = []
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
-        raise AssertionError(f"{item.nodeid} (or a fixture it used) left Ray initialised: a cluster "
-                             "started implicitly or never stopped; it has been shut down")
+        problems.append("Ray is still initialised")
+    left = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            text = " ".join(proc.cmdline()) or proc.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        if any(name in text for name in RAY_PROCESS_NAMES):
+            left.append(proc)
+            problems.append(f"Ray process {proc.pid} left running: {text[:120]}")
+    for proc in left:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(left, timeout=10)
+    if problems:
+        raise AssertionError(f"{item.path.name} (last test: {item.name}) leaked Ray; cleaned up now:\n  "
+                             + "\n  ".join(problems))

@@ -158,3 +158,38 @@ def test_plots_are_labelled():
     assert ax.get_title() == "t" and ax.get_xlabel() == "epoch" and len(ax.lines) == 2
     ax = plots.bars({1: 10.0, 2: 18.0}, title="b", xlabel="workers", ylabel="samples/s")
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
+
+
+def test_start_cluster_retries_once_when_the_node_times_out_during_startup(monkeypatch):
+    """Ray 2.58.0 gives the raylet a fixed 30 s to register; on a busy machine start_cluster tries
+    a second time. Any other error, or a second time-out, reaches the caller unchanged."""
+    import ray
+
+    import raylab.cluster as cluster
+
+    calls = []
+
+    def flaky_init(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise Exception("The current node timed out during startup. This could happen ...")
+        return "context"
+
+    monkeypatch.setattr(ray, "init", flaky_init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    assert cluster.start_cluster(quiet=False) == "context"
+    assert len(calls) == 2 and calls[0] == calls[1]
+
+    calls.clear()
+    monkeypatch.setattr(ray, "init", lambda **kw: (_ for _ in ()).throw(ValueError("bad argument")))
+    with pytest.raises(ValueError, match="bad argument"):
+        cluster.start_cluster(quiet=False)
+
+    def always_slow(**kwargs):
+        calls.append(kwargs)
+        raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setattr(ray, "init", always_slow)
+    with pytest.raises(Exception, match="timed out during startup"):
+        cluster.start_cluster(quiet=False)
+    assert len(calls) == cluster.START_ATTEMPTS

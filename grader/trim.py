@@ -1,0 +1,173 @@
+"""Which demo cells of a lab can be left out when the round trip grades its wrong answers.
+
+The round trip (``grader.roundtrip``) grades the solution with every cell, so every demo is proven
+to run. The untouched copy and the mutant rounds only have to show that the *tests* catch wrong
+answers; a demo cell that defines nothing a test, an answer or another needed cell reads cannot
+change that outcome, and skipping it saves minutes of Ray runs per round.
+
+A cell is kept when it is graded, an answer, the setup or the teardown, when it touches the
+process environment, when it cannot be parsed, or when a kept cell reads a name it binds (found
+with ``ast``; reads inside function bodies count too, so the analysis errs on the side of keeping).
+A mistake here cannot hide a wrong answer: a test that needed a skipped cell would fail with a
+``NameError``, which the round trip reports as a problem (a crash is not a caught mutant).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+import nbformat
+
+SKIPPED = "# (demo cell left out of this grading round by grader.trim: nothing later reads it)\n"
+ALWAYS_KEPT_SUFFIXES = ("_setup", "_teardown")
+SIDE_EFFECT_MARKERS = ("os.environ", "putenv", "sys.path", "chdir(")
+
+
+def _meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def _clean(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+def _tree(source: str):
+    try:
+        return ast.parse(_clean(source))
+    except SyntaxError:
+        return None
+
+
+def _bound(tree) -> set[str]:
+    """Names a cell binds at the top level of the notebook's namespace."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    names.add(sub.id)
+                elif isinstance(sub, (ast.Global,)):
+                    names.update(sub.names)
+    return names
+
+
+def _module_level(tree):
+    """The nodes of the cell's own scope, without the bodies of functions, lambdas, classes and
+    comprehensions (those have scopes of their own)."""
+    scoped = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if isinstance(node, scoped):
+            # decorators, defaults and the first iterable are evaluated in the cell's scope
+            for sub in getattr(node, "decorator_list", []):
+                todo.append(sub)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.extend(node.args.defaults + [d for d in node.args.kw_defaults if d])
+            if hasattr(node, "generators"):
+                todo.append(node.generators[0].iter)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _global_reads_in_nested_scopes(table) -> set[str]:
+    names = set()
+    for child in table.get_children():
+        for sym in child.get_symbols():
+            if sym.is_referenced() and sym.is_global():
+                names.add(sym.get_name())
+        names |= _global_reads_in_nested_scopes(child)
+    return names
+
+
+def _external_reads(source: str, tree) -> set[str]:
+    """Names the cell reads that an earlier cell must have bound."""
+    first = {}
+    for node in _module_level(tree):
+        if isinstance(node, ast.Name):
+            key = (node.lineno, node.col_offset)
+            if node.id not in first or key < first[node.id][0]:
+                first[node.id] = (key, isinstance(node.ctx, ast.Load))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                key = (node.lineno, node.col_offset)
+                if name not in first or key < first[name][0]:
+                    first[name] = (key, False)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            key = (node.lineno, node.col_offset)
+            if node.name not in first or key < first[node.name][0]:
+                first[node.name] = (key, False)
+    # `x += 1` reads x first although the node is a Store
+    for node in _module_level(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            first[node.target.id] = ((node.lineno, node.col_offset), True)
+    reads = {name for name, (_, is_load) in first.items() if is_load}
+    import symtable
+
+    try:
+        table = symtable.symtable(source, "cell", "exec")
+    except SyntaxError:
+        return reads | set(first)
+    return reads | (_global_reads_in_nested_scopes(table) - _bound(tree))
+
+
+def skippable(nb) -> list[str]:
+    """grade_ids of the code cells a wrong-answer round may leave out, in notebook order."""
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    info = []
+    for cell in cells:
+        meta, tree = _meta(cell), _tree(cell.source)
+        grade_id = meta.get("grade_id", "")
+        candidate = (tree is not None and not meta.get("grade") and not meta.get("solution")
+                     and not grade_id.endswith(ALWAYS_KEPT_SUFFIXES)
+                     and not any(marker in cell.source for marker in SIDE_EFFECT_MARKERS))
+        info.append({"id": grade_id, "candidate": candidate,
+                     "bound": _bound(tree) if tree else set(),
+                     "read": _external_reads(_clean(cell.source), tree) if tree else set()})
+    needed = [not i["candidate"] for i in info]
+    # Walk back from every needed cell to the cells that last bound the names it reads.
+    stack = [k for k, keep in enumerate(needed) if keep]
+    while stack:
+        k = stack.pop()
+        for name in info[k]["read"]:
+            for j in range(k - 1, -1, -1):
+                if name in info[j]["bound"]:
+                    if not needed[j]:
+                        needed[j] = True
+                        stack.append(j)
+                    break
+    return [i["id"] for i, keep in zip(info, needed) if not keep]
+
+
+def trimmed(nb):
+    """A copy of ``nb`` whose skippable demo cells only hold a comment saying so."""
+    out = copy.deepcopy(nb)
+    skip = set(skippable(out))
+    for cell in out.cells:
+        if cell.cell_type == "code" and _meta(cell).get("grade_id") in skip:
+            cell.source = SKIPPED
+            cell.outputs = []
+    return out
+
+
+def main(argv=None) -> int:
+    import sys
+
+    from grader import course
+
+    for lab in (argv or sys.argv[1:]) or course.labs():
+        nb = nbformat.read(course.solution_path(lab), as_version=4)
+        print(f"{lab}: {', '.join(skippable(nb)) or '(nothing to skip)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""Which device, which collective backend and which ``ScalingConfig`` a DDP run should use.
+
+The labs run the same training code on a laptop (CPU, gloo) and on a GPU machine (CUDA, NCCL). The
+decision is made here, by pure functions that take "is CUDA there, how many GPUs" as *inputs*, so
+the CUDA branches are unit-tested on a CPU-only machine (``tests/test_devices.py``); :func:`detect`
+feeds them what PyTorch sees on this machine.
+
+The backend rule mirrors Ray 2.58.0's own (``ray/train/torch/config.py``, ``_TorchBackend.on_start``):
+when ``TorchConfig(backend=None)``, Ray picks ``"nccl"`` if each worker holds at least one GPU,
+``"tpu_dist"`` for TPUs, and ``"gloo"`` otherwise. ``ScalingConfig(use_gpu=True)`` without
+``resources_per_worker`` asks for ``{"GPU": 1}`` per worker and **no CPU**.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CPU_BACKEND = "gloo"
+GPU_BACKEND = "nccl"
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """How a data-parallel run will use this machine."""
+
+    use_gpu: bool
+    device_type: str  # "cuda" or "cpu": what ray.train.torch.get_device() returns in the workers
+    backend: str  # the torch.distributed backend Ray will initialise
+    num_workers: int
+    resources_per_worker: dict = field(default_factory=dict)
+    reason: str = ""
+
+    def scaling_kwargs(self) -> dict:
+        """Keyword arguments for ``ray.train.ScalingConfig``."""
+        return {"num_workers": self.num_workers, "use_gpu": self.use_gpu,
+                "resources_per_worker": dict(self.resources_per_worker)}
+
+
+def backend_for(gpus_per_worker: float, tpus_per_worker: float = 0) -> str:
+    """The backend Ray picks when ``TorchConfig(backend=None)``: the rule of Ray 2.58.0."""
+    if gpus_per_worker > 0:
+        return GPU_BACKEND
+    if tpus_per_worker > 0:
+        return "tpu_dist"
+    return CPU_BACKEND
+
+
+def plan_devices(cuda_available: bool, gpu_count: int, *, num_workers: int | None = None,
+                 cpu_workers: int = 2, force_cpu: bool = False) -> DevicePlan:
+    """Decide device, backend and worker count from what the machine has.
+
+    - CUDA present (and not ``force_cpu``): one worker per GPU (``num_workers`` may ask for fewer,
+      never more), each worker holds 1 GPU, backend NCCL.
+    - Otherwise: ``num_workers`` (default ``cpu_workers``) CPU workers of 1 CPU each, backend gloo.
+    """
+    if gpu_count < 0:
+        raise ValueError(f"gpu_count must be >= 0, got {gpu_count}")
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    if cuda_available and gpu_count > 0 and not force_cpu:
+        if num_workers is not None and num_workers > gpu_count:
+            raise ValueError(f"asked for {num_workers} GPU workers but only {gpu_count} GPU(s) "
+                             "are visible: one worker per GPU")
+        workers = num_workers or gpu_count
+        return DevicePlan(True, "cuda", GPU_BACKEND, workers, {"GPU": 1},
+                          f"{gpu_count} CUDA device(s): {workers} worker(s), 1 GPU each, NCCL")
+    if force_cpu:
+        why = "CPU forced"
+    elif cuda_available:
+        why = "CUDA reports available but no device is visible"
+    else:
+        why = "no CUDA device"
+    workers = num_workers or cpu_workers
+    return DevicePlan(False, "cpu", CPU_BACKEND, workers, {"CPU": 1},
+                      f"{why}: {workers} CPU worker(s), 1 CPU each, gloo")
+
+
+def scaling_plans(cuda_available: bool, gpu_count: int, counts=(1, 2)) -> list[DevicePlan]:
+    """One plan per worker count of a scaling study, all on the same kind of device.
+
+    GPUs are used when there is one GPU for every worker of the largest count; otherwise the whole
+    study runs on CPU (mixing devices would compare two different machines, not two worker counts).
+    """
+    counts = sorted(set(int(c) for c in counts))
+    if not counts or counts[0] < 1:
+        raise ValueError(f"worker counts must be >= 1, got {counts}")
+    on_gpu = cuda_available and gpu_count >= counts[-1]
+    plans = [plan_devices(on_gpu, gpu_count if on_gpu else 0, num_workers=c) for c in counts]
+    if cuda_available and gpu_count > 0 and not on_gpu:
+        plans = [DevicePlan(p.use_gpu, p.device_type, p.backend, p.num_workers,
+                            p.resources_per_worker,
+                            f"{gpu_count} GPU(s) cannot hold {counts[-1]} workers: CPU for the "
+                            f"whole study, {p.num_workers} worker(s), gloo") for p in plans]
+    return plans
+
+
+def detect(*, num_workers: int | None = None, cpu_workers: int = 2,
+           force_cpu: bool = False) -> DevicePlan:
+    """:func:`plan_devices` for this machine (asks PyTorch what it sees)."""
+    import torch
+
+    available = bool(torch.cuda.is_available())
+    count = int(torch.cuda.device_count()) if available else 0
+    return plan_devices(available, count, num_workers=num_workers, cpu_workers=cpu_workers,
+                        force_cpu=force_cpu)
+
+
+def scaling_config(plan: DevicePlan):
+    """The ``ray.train.ScalingConfig`` of a plan."""
+    from ray.train import ScalingConfig
+
+    return ScalingConfig(**plan.scaling_kwargs())
+
+
+def torch_config(plan: DevicePlan):
+    """A ``ray.train.torch.TorchConfig`` naming the plan's backend explicitly.
+
+    Ray would pick the same backend on its own; naming it makes a run fail fast instead of
+    silently using another backend if the resources and the plan ever disagree.
+    """
+    from ray.train.torch import TorchConfig
+
+    return TorchConfig(backend=plan.backend)

@@ -1,0 +1,83 @@
+"""grader.trim: which demo cells the wrong-answer rounds of a round trip may leave out."""
+import nbformat
+import pytest
+
+from grader import course, trim
+
+
+def _nb(*cells):
+    """cells: (grade_id, source) for demo cells, or (grade_id, source, kind) with kind in
+    {"answer", "tests"}."""
+    nb = nbformat.v4.new_notebook()
+    for grade_id, source, *kind in cells:
+        meta = {"grade_id": grade_id, "locked": True, "grade": False, "solution": False}
+        if kind == ["answer"]:
+            meta.update(locked=False, solution=True)
+        elif kind == ["tests"]:
+            meta.update(grade=True, points=1)
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = meta
+        nb.cells.append(cell)
+    return nb
+
+
+def test_a_demo_nothing_reads_is_skippable_and_setup_teardown_are_kept():
+    nb = _nb(("x_setup", "lab = 1"),
+             ("demo_print", "result = 2 * 21\nprint(result)"),
+             ("ans", "def f():\n    return lab", "answer"),
+             ("t", "assert f() == 1", "tests"),
+             ("x_teardown", "del lab"))
+    assert trim.skippable(nb) == ["demo_print"]
+
+
+def test_names_read_by_tests_answers_and_function_bodies_keep_their_cells():
+    nb = _nb(("x_setup", "import os"),
+             ("demo_data", "DATA = [1, 2, 3]"),
+             ("demo_fn", "def helper():\n    return sum(DATA)"),
+             ("demo_other", "for r in range(3):\n    print(r)"),
+             ("ans", "def g():\n    return helper()", "answer"),
+             ("t", "assert g() == 6\nassert [r for r in range(2)] == [0, 1]", "tests"))
+    # demo_fn is read by the answer; demo_fn's body reads DATA; the test's comprehension variable
+    # `r` is its own, so demo_other is not needed
+    assert trim.skippable(nb) == ["demo_other"]
+
+
+def test_only_the_latest_binding_before_a_reader_is_needed():
+    nb = _nb(("demo_a", "value = 1"),
+             ("demo_b", "value = 2"),
+             ("t", "assert value == 2", "tests"))
+    assert trim.skippable(nb) == ["demo_a"]
+
+
+def test_a_cell_that_reads_before_it_rebinds_needs_the_earlier_binding():
+    nb = _nb(("demo_a", "total = 1"),
+             ("demo_b", "total += 1"),
+             ("t", "assert total == 2", "tests"))
+    assert trim.skippable(nb) == []
+
+
+def test_environment_changes_and_unparsable_cells_are_kept():
+    nb = _nb(("demo_env", "import os\nos.environ['X'] = '1'"),
+             ("demo_magic", "%time 1 + 1"),
+             ("demo_broken", "def (:"),
+             ("t", "assert True", "tests"))
+    assert trim.skippable(nb) == ["demo_magic"]  # the magic line is dropped; the rest is empty
+
+
+def test_trimmed_copy_replaces_only_skipped_sources():
+    nb = _nb(("x_setup", "lab = 1"), ("demo", "print('slow')"), ("t", "assert lab", "tests"))
+    out = trim.trimmed(nb)
+    assert [c.source for c in out.cells] == ["lab = 1", trim.SKIPPED, "assert lab"]
+    assert nb.cells[1].source == "print('slow')"  # the original is untouched
+
+
+@pytest.mark.parametrize("lab", course.labs())
+def test_every_lab_keeps_its_graded_cells_setup_and_teardown(lab):
+    nb = nbformat.read(course.solution_path(lab), as_version=4)
+    skipped = set(trim.skippable(nb))
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        if meta.get("grade") or meta.get("solution") or meta["grade_id"].endswith(("_setup", "_teardown")):
+            assert meta["grade_id"] not in skipped
