@@ -22,6 +22,8 @@ def pytest_runtest_teardown(item, nextitem):
         return
     import psutil
 
+    from raylab.cluster import kill_processes
+
     problems = []
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
@@ -36,12 +38,7 @@ def pytest_runtest_teardown(item, nextitem):
         if any(name in text for name in RAY_PROCESS_NAMES):
             left.append(proc)
             problems.append(f"Ray process {proc.pid} left running: {text[:120]}")
-    for proc in left:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(left, timeout=10)
+    kill_processes(left)
     if problems:
         raise AssertionError(f"{item.path.name} (last test: {item.name}) leaked Ray; cleaned up now:\n  "
                              + "\n  ".join(problems))

@@ -43,9 +43,9 @@ def test_c32_logical_resources_and_object_store_are_not_os_limits():
 def test_c32_object_store_minimum_is_enforced():
     import ray
 
-    import psutil
+    from raylab.cluster import descendant_pids, kill_processes, new_descendants
 
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = descendant_pids()
     try:
         with pytest.raises(ValueError, match="minimum allowed"):
             ray.init(address="local", num_cpus=1, include_dashboard=False,
@@ -54,10 +54,4 @@ def test_c32_object_store_minimum_is_enforced():
     finally:
         # the refused init has already started part of a head (GCS, monitor): remove it, or it
         # lives as long as this process
-        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-        for proc in left:
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(left, timeout=10)
+        kill_processes(new_descendants(before))

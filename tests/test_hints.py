@@ -109,13 +109,14 @@ def test_validation_without_checkpoint_hint_local_mode():
 
 @pytest.mark.slow  # starts (part of) a Ray head
 def test_object_store_below_minimum_hint():
-    import psutil
     import ray
 
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    from raylab.cluster import descendant_pids, kill_processes, new_descendants
+
+    before = descendant_pids()
     exc = _raised(lambda: ray.init(address="local", num_cpus=1, include_dashboard=False,
                                    object_store_memory=70 * 1024 * 1024))
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    left = new_descendants(before)
     try:
         assert isinstance(exc, ValueError) and "minimum allowed" in str(exc)
         assert not ray.is_initialized()
@@ -125,12 +126,7 @@ def test_object_store_below_minimum_hint():
         # what the hint says: the refused init leaves a half-started head until the process exits
         assert any(p.name() == "gcs_server" for p in left), [p.name() for p in left]
     finally:
-        for proc in left:
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(left, timeout=10)
+        kill_processes(left)
 
 
 def test_unrelated_errors_get_no_hint():

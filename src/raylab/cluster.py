@@ -105,7 +105,7 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
     kwargs = dict(address="local", num_cpus=num_cpus, include_dashboard=False,
                   object_store_memory=object_store_bytes, resources=resources, **init_kwargs)
     for attempt in range(1, START_ATTEMPTS + 1):
-        before = _descendant_pids()
+        before = descendant_pids()
         try:
             return ray.init(**kwargs)
         except Exception as exc:
@@ -117,28 +117,36 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
             print(f"[raylab] Ray's node did not register within 30 s (busy machine?); "
                   f"starting it again (attempt {attempt + 1} of {START_ATTEMPTS})", flush=True)
             ray.shutdown()
-            _kill_new_descendants(before)
+            kill_processes(new_descendants(before))
 
 
 START_ATTEMPTS = 2
 
 
-def _descendant_pids() -> set[int]:
+def descendant_pids() -> set[int]:
+    """PIDs of every process this one started, directly or not."""
     import psutil
 
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
-def _kill_new_descendants(before: set[int]) -> None:
+def new_descendants(before: set[int]) -> list:
+    """This process's descendants (psutil processes) whose PID is not in ``before``."""
     import psutil
 
-    fresh = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-    for proc in fresh:
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
+
+def kill_processes(procs: list, timeout_s: float = 10.0) -> None:
+    """Kill ``procs`` (psutil processes) and wait up to ``timeout_s`` for them to go."""
+    import psutil
+
+    for proc in procs:
         try:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(fresh, timeout=10)
+    psutil.wait_procs(procs, timeout=timeout_s)
 
 
 def ray_processes(run_id: str | None = None) -> list[dict]:
