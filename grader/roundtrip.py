@@ -180,8 +180,13 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
                 if score is None or score >= max_score:
                     problems.append(f"mutant {answer}/{name}: {test_id} scored {score}/{max_score}")
                 elif ename not in CHECK_ERRORS:
+                    # the first failing cell of the notebook is usually the cause (a setup that
+                    # could not start Ray leaves every later name undefined)
+                    first_id, (first_name, first_value) = next(iter(g.errors.items()))
+                    cause = (f"; the first error was in {first_id}: {first_name}: {first_value[:200]}"
+                             if first_id != test_id else "")
                     problems.append(f"mutant {answer}/{name}: {test_id} failed with {ename}, "
-                                    "not a check (a crash is not proof the tests catch it)")
+                                    f"not a check (a crash is not proof the tests catch it){cause}")
     if not auto:
         problems.append("the lab has no autograded cells")
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped)

@@ -8,6 +8,9 @@ change that outcome, and skipping it saves minutes of Ray runs per round.
 A cell is kept when it is graded, an answer, the setup or the teardown, when it touches the
 process environment, when it cannot be parsed, or when a kept cell reads a name it binds (found
 with ``ast``; reads inside function bodies count too, so the analysis errs on the side of keeping).
+Importing again what an earlier cell already imported under the same name (``import raylab.plots``
+after ``import raylab``, the same ``from m import x`` twice) binds the same object, so such a
+re-import does not make its cell needed.
 A mistake here cannot hide a wrong answer: a test that needed a skipped cell would fail with a
 ``NameError``, which the round trip reports as a problem (a crash is not a caught mutant).
 """
@@ -54,6 +57,38 @@ def _bound(tree) -> set[str]:
                 elif isinstance(sub, (ast.Global,)):
                     names.update(sub.names)
     return names
+
+
+def _imports(tree) -> dict[str, set[tuple]]:
+    """name -> what the cell's top-level imports bind to it: ("module", top-level package) for
+    ``import a.b`` / ``import a``, ("from", module, attribute) for ``from m import x``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name if alias.asname else alias.name.split(".")[0]
+                found.setdefault(alias.asname or target, set()).add(("module", target))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:
+                found.setdefault(alias.asname or alias.name, set()).add(("from", node.module, alias.name))
+    return found
+
+
+def _only_imported(tree, name: str, imports: dict) -> bool:
+    """True when the cell binds ``name`` by import statements only (no assignment, def, ...)."""
+    if name not in imports:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                return False
+            if isinstance(sub, (ast.Import, ast.ImportFrom, ast.Global)):
+                return False  # nested imports/global statements: do not reason about them
+    return True
 
 
 def _module_level(tree):
@@ -129,17 +164,25 @@ def skippable(nb) -> list[str]:
         candidate = (tree is not None and not meta.get("grade") and not meta.get("solution")
                      and not grade_id.endswith(ALWAYS_KEPT_SUFFIXES)
                      and not any(marker in cell.source for marker in SIDE_EFFECT_MARKERS))
-        info.append({"id": grade_id, "candidate": candidate,
-                     "bound": _bound(tree) if tree else set(),
-                     "read": _external_reads(_clean(cell.source), tree) if tree else set()})
+        imports = _imports(tree) if tree else {}
+        bound = _bound(tree) if tree else set()
+        info.append({"id": grade_id, "candidate": candidate, "bound": bound,
+                     "read": _external_reads(_clean(cell.source), tree) if tree else set(),
+                     "reimports": {n: imports[n] for n in bound if tree and _only_imported(tree, n, imports)}})
     needed = [not i["candidate"] for i in info]
-    # Walk back from every needed cell to the cells that last bound the names it reads.
+    # Walk back from every needed cell to the cells that last bound the names it reads. A cell
+    # that only re-imports what an earlier cell imported under that name is passed over.
     stack = [k for k, keep in enumerate(needed) if keep]
     while stack:
         k = stack.pop()
         for name in info[k]["read"]:
             for j in range(k - 1, -1, -1):
                 if name in info[j]["bound"]:
+                    again = info[j]["reimports"].get(name)
+                    before = next((i for i in range(j - 1, -1, -1) if name in info[i]["bound"]), None)
+                    if (again and not needed[j] and before is not None
+                            and again <= info[before]["reimports"].get(name, set())):
+                        continue
                     if not needed[j]:
                         needed[j] = True
                         stack.append(j)

@@ -193,3 +193,37 @@ def test_start_cluster_retries_once_when_the_node_times_out_during_startup(monke
     with pytest.raises(Exception, match="timed out during startup"):
         cluster.start_cluster(quiet=False)
     assert len(calls) == cluster.START_ATTEMPTS
+
+
+
+def test_start_cluster_removes_what_a_failed_init_started(monkeypatch):
+    """A refused or timed-out ray.init can leave a half-started head behind (GCS, monitor);
+    start_cluster kills the processes it started before passing the error on."""
+    import subprocess
+    import sys
+
+    import ray
+
+    import raylab.cluster as cluster
+
+    started = []
+
+    def init_that_leaves_a_process(**kwargs):
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        raise ValueError("object store too small")
+
+    monkeypatch.setattr(ray, "init", init_that_leaves_a_process)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    with pytest.raises(ValueError, match="too small"):
+        cluster.start_cluster(quiet=False)
+    assert len(started) == 1
+    assert started[0].wait(timeout=10) is not None  # killed, not left running
+
+def test_env_vars_sets_for_the_block_and_restores_old_values(monkeypatch):
+    monkeypatch.setenv("RAYLAB_T_KEEP", "old")
+    monkeypatch.delenv("RAYLAB_T_NEW", raising=False)
+    with pytest.raises(RuntimeError):
+        with raylab.env_vars(RAYLAB_T_KEEP=1, RAYLAB_T_NEW="x"):
+            assert os.environ["RAYLAB_T_KEEP"] == "1" and os.environ["RAYLAB_T_NEW"] == "x"
+            raise RuntimeError("the block fails: the environment must still come back")
+    assert os.environ["RAYLAB_T_KEEP"] == "old" and "RAYLAB_T_NEW" not in os.environ

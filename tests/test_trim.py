@@ -81,3 +81,27 @@ def test_every_lab_keeps_its_graded_cells_setup_and_teardown(lab):
             continue
         if meta.get("grade") or meta.get("solution") or meta["grade_id"].endswith(("_setup", "_teardown")):
             assert meta["grade_id"] not in skipped
+
+
+def test_a_cell_that_only_re_imports_what_an_earlier_cell_imported_is_not_needed():
+    nb = _nb(("x_setup", "import raylab\nfrom ray.train import RunConfig"),
+             ("demo_heavy", "import raylab.plots\nfrom ray.train import RunConfig\nrun = RunConfig()"),
+             ("t", "assert raylab and RunConfig", "tests"))
+    assert trim.skippable(nb) == ["demo_heavy"]
+
+
+def test_a_re_import_is_needed_when_it_undoes_a_different_binding():
+    nb = _nb(("x_setup", "import raylab"),
+             ("demo_shadow", "raylab = None"),
+             ("demo_again", "import raylab"),
+             ("t", "assert raylab is not None", "tests"))
+    # demo_again restores the module that demo_shadow replaced: it is needed, demo_shadow is not
+    assert trim.skippable(nb) == ["demo_shadow"]
+
+
+def test_an_import_under_another_name_or_with_an_assignment_is_a_new_binding():
+    nb = _nb(("x_setup", "import numpy"),
+             ("demo_alias", "import math as numpy"),
+             ("demo_assign", "import json\njson = json.dumps"),
+             ("t", "assert numpy and json", "tests"))
+    assert trim.skippable(nb) == []

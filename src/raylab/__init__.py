@@ -11,6 +11,7 @@ the course was checked against.
 """
 from raylab.cluster import (
     RAY_VERSION,
+    env_vars,
     grading_mode,
     ray_processes,
     scratch_dir,
@@ -24,6 +25,7 @@ __version__ = "2.58.0.0"
 
 __all__ = [
     "RAY_VERSION",
+    "env_vars",
     "grading_mode",
     "ray_processes",
     "scratch_dir",

@@ -8,6 +8,7 @@ prints log lines from background threads into whichever cell happens to be runni
 """
 from __future__ import annotations
 
+import contextlib
 import getpass
 import logging
 import os
@@ -35,6 +36,22 @@ FAST_LOCAL_TRAIN_ENV = {
 # Names of the processes a local Ray cluster consists of (as psutil reports them).
 _RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::", "plasma_store", "default_worker.py",
                         "log_monitor.py", "dashboard.py", "monitor.py", "runtime_env_agent")
+
+
+@contextlib.contextmanager
+def env_vars(**values):
+    """Set environment variables for the ``with`` block only (Ray Train reads several of its
+    limits from the driver's environment when a run starts); the old values come back after."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update({key: str(value) for key, value in values.items()})
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def grading_mode() -> bool:
@@ -109,15 +126,17 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
         try:
             return ray.init(**kwargs)
         except Exception as exc:
+            # Whatever the failure, the half-started processes are ours to remove: left running
+            # they hold ports and memory until the kernel exits.
+            ray.shutdown()
+            kill_processes(new_descendants(before))
             # Ray 2.58.0 gives its raylet a fixed 30 s to register with the GCS. On a busy 2-core
-            # machine (a class being graded, a laptop doing something else) that can run out; the
-            # half-started processes are ours to remove, and a second try usually fits.
+            # machine (a class being graded, a laptop doing something else) that can run out, and
+            # a second try usually fits.
             if "timed out during startup" not in str(exc) or attempt == START_ATTEMPTS:
                 raise
             print(f"[raylab] Ray's node did not register within 30 s (busy machine?); "
                   f"starting it again (attempt {attempt + 1} of {START_ATTEMPTS})", flush=True)
-            ray.shutdown()
-            kill_processes(new_descendants(before))
 
 
 START_ATTEMPTS = 2

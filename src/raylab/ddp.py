@@ -16,8 +16,7 @@ right and for you to check. These helpers make the checks short:
 """
 from __future__ import annotations
 
-import contextlib
-import os
+from raylab.cluster import env_vars
 
 
 def make_datasets(config: dict):
@@ -91,20 +90,6 @@ def sampler_orders(n: int, world_size: int, epochs: int, *, set_epoch: bool = Tr
     return orders
 
 
-@contextlib.contextmanager
-def _env(**values):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update({k: str(v) for k, v in values.items()})
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: int = 2,
                     timeout_s: float = 60.0, name: str = "ddp-check") -> list:
     """Run ``train_fn`` with ``TorchTrainer`` on ``num_workers`` CPU workers; return rank 0's value.
@@ -128,7 +113,7 @@ def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: i
             name=name, storage_path=str(storage_path),
             failure_config=ray.train.FailureConfig(max_failures=0, controller_failure_limit=0)),
     )
-    with _env(RAY_TRAIN_COLLECTIVE_TIMEOUT_S=timeout_s,
+    with env_vars(RAY_TRAIN_COLLECTIVE_TIMEOUT_S=timeout_s,
               RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S=timeout_s):
         try:
             result = trainer.fit()
