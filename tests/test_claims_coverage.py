@@ -3,6 +3,7 @@
 Unknown ids fail. Claims without a tagged cell are reported; once every lab of a claim's range has
 landed (its lab exists), a missing tag fails too.
 """
+import ast
 import re
 from pathlib import Path
 
@@ -38,3 +39,21 @@ def test_claims_of_landed_labs_are_tagged(capsys):
         print(f"\nclaims tagged: {len(tagged)}/{len(CLAIMS)}; not yet taught: {', '.join(untaught) or 'none'}")
     missing = [c for c in untaught if f"{int(CLAIMS[c]['lab']):02d}" in landed]
     assert not missing, f"claims whose lab exists but no cell is tagged: {missing}"
+
+
+def _claims_with_a_test() -> set[str]:
+    """Claim ids named by test functions: test_c16_c18_report_is_a_barrier covers C16 and C18."""
+    found = set()
+    for path in Path(__file__).parent.glob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                m = re.match(r"test_((?:c\d\d_)+)", node.name + "_")
+                if m:
+                    found |= {f"C{n}" for n in re.findall(r"c(\d\d)_", m.group(1))}
+    return found
+
+
+def test_every_runnable_claim_has_a_test_named_after_it():
+    required = {c for c, info in CLAIMS.items() if info.get("runnable", True)}
+    missing = sorted(required - _claims_with_a_test())
+    assert not missing, f"claims with no test named test_cNN_...: {missing}"
