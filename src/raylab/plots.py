@@ -53,3 +53,37 @@ def bars(values: dict, *, title: str, xlabel: str, ylabel: str, ax=None):
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     return ax
+
+
+def stacked_bars(parts: dict, *, title: str, xlabel: str, ylabel: str, ax=None, limit: float | None = None,
+                 limit_label: str = "limit"):
+    """Horizontal stacked bars, one colour per segment: ``{segment: {bar label: value}}``.
+
+    Bars follow the order of the first segment's keys, top to bottom; a segment that lacks a bar
+    adds 0 to it. ``limit`` draws a dashed vertical line (a capacity, say) labelled ``limit_label``.
+    ``xlabel`` names the value axis, ``ylabel`` the bars.
+    """
+    plt = _plt()
+    labels = []
+    for values in parts.values():
+        labels += [str(k) for k in values if str(k) not in labels]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * max(len(labels), 1)))
+    left = [0.0] * len(labels)
+    for segment, values in parts.items():
+        widths = [0.0] * len(labels)
+        for key, value in values.items():
+            widths[labels.index(str(key))] = float(value)
+        ax.barh(labels, widths, left=left, label=str(segment))
+        left = [a + b for a, b in zip(left, widths)]
+    if limit is not None:
+        ax.axvline(limit, color="black", linestyle="--", linewidth=1.2, label=limit_label)
+    if labels:
+        ax.invert_yaxis()  # the first bar on top, as in the dictionary
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if parts or limit is not None:
+        ax.legend(fontsize="small")
+    ax.grid(axis="x", alpha=0.3)
+    return ax
