@@ -40,3 +40,17 @@ def test_constraints_agree_with_requirements():
         name = name.split("[")[0].lower().replace("_", "-")
         if name in constraints:
             assert constraints[name] == version, f"{name}: {constraints[name]} vs {version}"
+
+
+def test_importing_ray_does_not_build_the_rfc3987_parser():
+    """Every Ray process (driver, Train controller, each worker) imports jsonschema. jsonschema 4.24+
+    with Jupyter's format-nongpl extra imports rfc3987-syntax, which builds an Earley parser on
+    import: 1.5 s more per process, twice the start-up of a Train run on 2 cores. The pin in
+    requirements.txt avoids it; this fails if an upgrade brings it back."""
+    import subprocess
+    import sys
+
+    probe = "import sys, ray, ray.train; print(sorted(m for m in sys.modules if m.split('.')[0] in ('rfc3987_syntax', 'lark')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", f"importing Ray loads {out.stdout.strip()}: check the jsonschema pin"
