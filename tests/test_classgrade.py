@@ -31,9 +31,11 @@ CLASS = {
 }
 
 
+# 60 s per cell: lab 00's slowest cell (the cluster start) takes ~20 s graded on a busy 2-core machine,
+# and the infinite-loop submission costs one cell time-out of grading time.
 def _cmd(subs, out):
     return [sys.executable, "-m", "grader.classgrade", str(subs), "--out", str(out), "--workers", "2",
-            "--cell-timeout", "120", "--timeout", "600", "--labs", LAB]
+            "--cell-timeout", "60", "--timeout", "600", "--labs", LAB]
 
 
 @pytest.fixture(scope="module")

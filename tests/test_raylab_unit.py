@@ -227,3 +227,16 @@ def test_env_vars_sets_for_the_block_and_restores_old_values(monkeypatch):
             assert os.environ["RAYLAB_T_KEEP"] == "1" and os.environ["RAYLAB_T_NEW"] == "x"
             raise RuntimeError("the block fails: the environment must still come back")
     assert os.environ["RAYLAB_T_KEEP"] == "old" and "RAYLAB_T_NEW" not in os.environ
+
+
+def test_environment_check_flags_the_slow_jsonschema_import(monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(env, "installed_version", lambda dist: "4.26.0" if dist == "jsonschema" else None)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "rfc3987_syntax" else real_find_spec(name, *a))
+    name, ok, detail = env.slow_ray_import_check()
+    assert not ok and "rfc3987-syntax" in detail and "4.23.0" in detail
+    monkeypatch.setattr(env, "installed_version", lambda dist: "4.23.0")
+    assert env.slow_ray_import_check()[1]

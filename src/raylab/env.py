@@ -57,7 +57,23 @@ def checks() -> list[tuple[str, bool, str]]:
         rows.append(("cuda", True, detail))
     except ImportError:
         rows.append(("cuda", False, "torch is not importable"))
+    rows.append(slow_ray_import_check())
     return rows
+
+
+def slow_ray_import_check() -> tuple[str, bool, str]:
+    """Every Ray process imports jsonschema; jsonschema 4.24+ then imports rfc3987-syntax when it is
+    installed (Jupyter's format-nongpl extra brings it), which builds a parser: 1.5 s more for every
+    Ray worker, about twice the start-up of a Train run on 2 cores. requirements.txt pins 4.23.0."""
+    import importlib.util
+
+    version = installed_version("jsonschema") or "0"
+    newer = tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) >= (4, 24)
+    slow = newer and importlib.util.find_spec("rfc3987_syntax") is not None
+    detail = (f"jsonschema {version} with rfc3987-syntax installed: every Ray process spends ~1.5 s "
+              "building a parser (pip install jsonschema==4.23.0)" if slow
+              else f"jsonschema {version}: no slow import in Ray's processes")
+    return ("ray import", not slow, detail)
 
 
 def main() -> int:
