@@ -42,3 +42,25 @@ def pytest_runtest_teardown(item, nextitem):
     if problems:
         raise AssertionError(f"{item.path.name} (last test: {item.name}) leaked Ray; cleaned up now:\n  "
                              + "\n  ".join(problems))
+
+
+# Bounds for every Train run of a claim-test module (Ray Train forwards RAY_TRAIN_* variables to
+# its actors), so a stalled run fails instead of hanging.
+BOUNDED_TRAIN_ENV = {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "60", "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "30"}
+
+
+@pytest.fixture(scope="module")
+def train_cluster():
+    """The course cluster for one test module, with BOUNDED_TRAIN_ENV set while it lives; no Ray
+    process may be left when it stops."""
+    import raylab
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in BOUNDED_TRAIN_ENV.items():
+            mp.setenv(key, value)
+        raylab.start_cluster(quiet=False, log_to_driver=False)
+        try:
+            yield
+        finally:
+            left = raylab.stop_cluster()
+        assert left == [], f"Ray processes left: {left}"

@@ -22,7 +22,6 @@ import sys
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-import raylab
 from raylab import ckpt
 
 pytestmark = pytest.mark.slow
@@ -31,22 +30,6 @@ RUN_TIMEOUT = pytest.mark.timeout(300)
 
 # Ray's workers cannot import this test module by name: ship its functions by value.
 _cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-# Bounds for every run of the module (Ray Train forwards RAY_TRAIN_* variables to its actors).
-BOUNDED_ENV = {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "60", "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "30"}
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in BOUNDED_ENV.items():
-            mp.setenv(key, value)
-        raylab.start_cluster(quiet=False, log_to_driver=False)
-        try:
-            yield
-        finally:
-            left = raylab.stop_cluster()
-        assert left == [], f"Ray processes left: {left}"
 
 
 def _trainer(fn, storage, *, name="run", workers=1, config=None, failure=None, callbacks=None,
@@ -115,7 +98,7 @@ def _resuming_fn(config):
 
 
 @pytest.fixture(scope="module")
-def retried_run(cluster, tmp_path_factory):
+def retried_run(train_cluster, tmp_path_factory):
     """One 1-worker run that fails once, at step 4, and is retried."""
     import ray.train
 
@@ -265,7 +248,7 @@ def _run_report_patterns(storage):
 
 
 @pytest.fixture(scope="module")
-def report_run(cluster, tmp_path_factory):
+def report_run(train_cluster, tmp_path_factory):
     """One 2-worker run in a child process with an 8 s report-barrier time-out.
 
     Reports 1-5 are called by both ranks (C16, C17, C19-C21); report 6 only by rank 0 (C16, C18),
@@ -369,7 +352,7 @@ def test_c23_failure_config_defaults():
 
 
 @RUN_TIMEOUT
-def test_c24_controller_errors_retry_although_max_failures_is_zero(cluster, tmp_path, monkeypatch):
+def test_c24_controller_errors_retry_although_max_failures_is_zero(train_cluster, tmp_path, monkeypatch):
     import ray.train
     from ray.util import placement_group_table
 

@@ -22,7 +22,6 @@ import textwrap
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-import raylab
 from raylab.sandbox import run_snippet
 
 pytestmark = pytest.mark.slow
@@ -31,22 +30,6 @@ RUN_TIMEOUT = pytest.mark.timeout(300)
 
 # Ray's workers cannot import this test module by name: ship its functions by value.
 _cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-# Bounds for every run of the module (Ray Train forwards RAY_TRAIN_* variables to its actors).
-BOUNDED_ENV = {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "60", "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "30"}
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in BOUNDED_ENV.items():
-            mp.setenv(key, value)
-        raylab.start_cluster(quiet=False, log_to_driver=False)
-        try:
-            yield
-        finally:
-            left = raylab.stop_cluster()
-        assert left == [], f"Ray processes left: {left}"
 
 
 def _fit(train_fn, storage, *, callbacks=None, **scaling):
@@ -177,7 +160,7 @@ def _controller_probe(path):
 
 
 @pytest.fixture(scope="module")
-def elastic_run(cluster, tmp_path_factory):
+def elastic_run(train_cluster, tmp_path_factory):
     """One elastic run asking for 1 to 3 workers of 1 CPU on the 2-CPU cluster."""
     storage = tmp_path_factory.mktemp("elastic")
     probe = storage / "controller.json"
@@ -264,7 +247,7 @@ def _trial(config):
 
 
 @RUN_TIMEOUT
-def test_c11_tune_trial_driver_reserves_one_cpu_by_default(cluster, tmp_path):
+def test_c11_tune_trial_driver_reserves_one_cpu_by_default(train_cluster, tmp_path):
     from ray import tune
 
     results = tune.Tuner(_trial, run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0)).fit()
@@ -276,7 +259,7 @@ def test_c11_tune_trial_driver_reserves_one_cpu_by_default(cluster, tmp_path):
 # --------------------------------------------------------------------------- C12
 
 @RUN_TIMEOUT
-def test_c12_a_placement_group_reserves_all_its_bundles_or_nothing(cluster):
+def test_c12_a_placement_group_reserves_all_its_bundles_or_nothing(train_cluster):
     import time
 
     import ray
@@ -299,7 +282,7 @@ def _never_runs(config):
 
 
 @RUN_TIMEOUT
-def test_c12_train_worker_group_is_one_placement_group_with_the_strategy(cluster, tmp_path, monkeypatch):
+def test_c12_train_worker_group_is_one_placement_group_with_the_strategy(train_cluster, tmp_path, monkeypatch):
     import ray.train
     from ray.util import placement_group_table
 
