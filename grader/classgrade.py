@@ -3,10 +3,11 @@
 Input is nbgrader's collected layout, ``SUBMISSIONS/<student>/<lab>/<lab>.ipynb`` (what
 ``nbgrader collect`` and ``nbgrader zip_collect`` produce). For every (student, lab):
 
-1. a worker autogrades the one submission with the real ``nbgrader autograde`` in a private folder
-   with a private copy of the lab's gradebook, in a loopback-only network namespace, with the
-   learner's kernel sandboxed (``grader/isolation.py``), its own local Ray cluster, its own scratch
-   storage and a wall-clock limit; then makes the learner's feedback with ``generate_feedback``;
+1. a worker autogrades the one submission through the course's one autograde path
+   (``grader/autograde.py``, the one the round trips prove): real ``nbgrader autograde`` on a
+   private copy of the lab's gradebook, the learner's code in the submission's own sandbox
+   (``grader/isolation.py``), a wall-clock limit, every process of the submission killed at the
+   end, feedback scanned for hidden-test text;
 2. the coordinator merges the scores into the one class gradebook, serially (no SQLite write
    races), and records the unit in ``state.json`` (an interrupted run resumes where it stopped and
    never regrades a finished submission unless its file changed);
@@ -21,22 +22,20 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import course, isolation
+from grader import autograde, course, gradebook, isolation
 
 DEFAULT_TIMEOUT_S = 900
 
@@ -74,170 +73,11 @@ def digest(path: Path | None) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path else "-"
 
 
-def check_notebook(data: bytes) -> str | None:
-    """A reason the bytes are not a gradable notebook, or None."""
-    import nbformat
-
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]})"
-    if not isinstance(raw, dict) or "cells" not in raw:
-        return "JSON but not a notebook (no 'cells')"
-    try:
-        nbformat.validate(nbformat.reads(data.decode("utf-8"), as_version=4))
-    except Exception as exc:  # noqa: BLE001 - any validation failure is the learner's file
-        return f"not a valid notebook ({str(exc).splitlines()[0][:100]})"
-    return None
-
-
-# Variables a Ray worker process sets for the task it runs. A grading task on a Ray cluster must
-# not pass them on to the lab's own cluster: with OMP_NUM_THREADS=2 inherited, the lab's Ray would
-# no longer set it per task, and a correct answer to lab 00's exercise 3 would fail.
-TASK_SET_BY_RAY = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-
-
-def _clean_env(restore: dict | None = None) -> dict:
-    """The environment for a worker's nbgrader: no Ray cluster address or session variables
-    leak in (a worker may itself be a Ray task), the course's own knobs stay. ``restore`` gives the
-    coordinator's values of TASK_SET_BY_RAY (None: unset) when the worker is a Ray task."""
-    env = {k: v for k, v in os.environ.items()
-           if not (k.startswith("RAY_") and not k.startswith("RAY_TRAIN_")) and not k.startswith("RAYLAB_")}
-    for key, value in (restore or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env
-
-
-def _kill_run(run_id: str) -> int:
-    import psutil
-
-    killed = 0
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if proc.environ().get("RAYLAB_RUN_ID") == run_id:
-                proc.kill()
-                killed += 1
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-    return killed
-
-
-def grade_one(lab: str, student: str, notebook: bytes, template_db: bytes, *, timeout_s: float,
-              hide: list[str], sandbox: bool, cell_timeout_s: float | None = None,
-              restore_env: dict | None = None) -> dict:
-    """Autograde one submission in a private folder; return scores and outputs (picklable, so it
-    runs the same in a local thread or as a Ray task on another node)."""
-    start = time.monotonic()
-    result = {"lab": lab, "student": student, "status": "failed", "reason": "", "scores": {},
-              "flags": [], "autograded": None, "feedback": None, "seconds": 0.0, "leftover_killed": 0}
-    problem = check_notebook(notebook)
-    if problem:
-        result["reason"] = problem
-        return result
-    work = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))
-    run_id = uuid.uuid4().hex
-    try:
-        os.chmod(work, 0o711)
-        db_dir, out_dir, sub_dir, home = work / "db", work / "out", work / "sub", work / "home"
-        for d in (db_dir, out_dir):
-            d.mkdir(mode=0o700)
-        (db_dir / "gradebook.db").write_bytes(template_db)
-        nb_path = sub_dir / student / lab / f"{lab}.ipynb"
-        nb_path.parent.mkdir(parents=True)
-        nb_path.write_bytes(notebook)
-        for d in ("scratch", "r", "mpl", "ipython"):
-            (home / d).mkdir(parents=True, exist_ok=True)
-        env = _clean_env(restore_env)
-        env.update({"RAYLAB_RUN_ID": run_id, "RAYLAB_SCRATCH": str(home / "scratch"),
-                    "RAY_TMPDIR": str(home / "r"), "PYTHONUNBUFFERED": "1"})
-        overrides = [f"--CourseDirectory.db_url=sqlite:///{db_dir / 'gradebook.db'}",
-                     f"--CourseDirectory.submitted_directory={sub_dir}",
-                     f"--CourseDirectory.autograded_directory={out_dir / 'autograded'}",
-                     f"--CourseDirectory.feedback_directory={out_dir / 'feedback'}"]
-        if cell_timeout_s:
-            overrides.append(f"--Execute.timeout={int(cell_timeout_s)}")
-        if sandbox:
-            os.chmod(sub_dir, 0o755)
-            isolation.chown_tree(sub_dir)
-            isolation.chown_tree(home)
-            isolation.write_kernelspec(work / "jupyter")
-            os.chmod(work / "jupyter", 0o755)
-            env.update(isolation.sandbox_env(home, hide + [str(db_dir), str(out_dir)]))
-            env["JUPYTER_PATH"] = str(work / "jupyter")
-            overrides.append(f"--Execute.kernel_name={isolation.KERNEL_NAME}")
-        cmd = course._net_isolated([course._bin("nbgrader"), "autograde", lab, f"--student={student}",
-                                    "--force", *overrides])
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        proc = subprocess.Popen(cmd, cwd=course.ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        try:
-            log, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            log, _ = proc.communicate()
-            result["reason"] = f"wall-clock limit of {timeout_s:.0f} s reached"
-        result["leftover_killed"] = _kill_run(run_id)
-        if result["leftover_killed"]:
-            result["flags"].append(f"{result['leftover_killed']} leftover process(es) killed")
-        graded_nb = out_dir / "autograded" / student / lab / f"{lab}.ipynb"
-        if not result["reason"] and (proc.returncode != 0 or not graded_nb.exists()):
-            result["reason"] = _nbgrader_reason(log)
-        if graded_nb.exists():
-            result["autograded"] = graded_nb.read_text()
-            result["flags"] += _flags(graded_nb)
-            result["scores"] = _scores(db_dir / "gradebook.db", lab, student)
-            fb = subprocess.run([course._bin("nbgrader"), "generate_feedback", lab, f"--student={student}",
-                                 "--force", *overrides], cwd=course.ROOT, env=env, capture_output=True,
-                                text=True, timeout=300)
-            html = out_dir / "feedback" / student / lab / f"{lab}.html"
-            if html.exists():
-                result["feedback"] = html.read_text()
-            else:
-                result["flags"].append("feedback could not be generated: " + fb.stdout[-200:])
-            if not result["reason"]:
-                result["status"] = "graded"
-        result["log_tail"] = log[-4000:]
-    finally:
-        result["seconds"] = round(time.monotonic() - start, 1)
-        shutil.rmtree(work, ignore_errors=True)
-    return result
-
-
-def _nbgrader_reason(log: str) -> str:
-    for needle, reason in (("Kernel died", "the kernel died (os._exit, a crash or out of memory)"),
-                           ("DeadKernelError", "the kernel died (os._exit, a crash or out of memory)"),
-                           ("missing a key", "not a notebook nbgrader can read"),
-                           ("cell type", "a graded cell's type was changed"),
-                           ("CellTimeoutError", "a cell ran past the per-cell time limit")):
-        if needle in log:
-            return reason
-    generic = ("Please see the", "There was an error processing", "Removing failed")
-    lines = [l for l in log.strip().splitlines()
-             if ("ERROR" in l or "Error:" in l) and not any(g in l for g in generic)]
-    return "nbgrader failed: " + (lines[-1].strip()[-200:] if lines else log.strip()[-200:])
-
-
-def _flags(nb_path: Path) -> list[str]:
-    import nbformat
-
-    flags = []
-    nb = nbformat.read(nb_path, as_version=4)
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") == "TestCellTampered":
-                flags.append(f"test cell {cell.metadata.get('nbgrader', {}).get('grade_id')} tampered with")
-    return flags
-
-
-def _scores(db: Path, lab: str, student: str) -> dict:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{db}") as gb:
-        sub = gb.find_submission_notebook(lab, lab, student)
-        return {g.name: [g.auto_score, g.max_score, bool(g.needs_manual_grade)] for g in sub.grades}
+def grade_unit(lab: str, student: str, notebook: bytes, template_db: bytes,
+               options: autograde.Options) -> dict:
+    """One submission, as a local thread or a Ray task runs it (a module-level function, so Ray
+    can ship it): the course's one autograde path."""
+    return autograde.autograde_submission(lab, student, notebook, template_db, options)
 
 
 class ClassGrader:
@@ -252,8 +92,6 @@ class ClassGrader:
         self.state_path = self.out / "state.json"
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
         self.sandbox, self.sandbox_note = isolation.available()
-        self.hide = [str(course.SOLUTIONS), str(course.ROOT / ".grading"), str(self.submissions),
-                     str(self.out)]
         self._stop = threading.Event()
 
     # --- set-up --------------------------------------------------------------------------------
@@ -293,32 +131,8 @@ class ClassGrader:
         tmp.replace(self.state_path)  # atomic: an interrupt never leaves a half-written state
 
     def _merge(self, result: dict) -> None:
-        import warnings
-
-        from nbgrader.api import Gradebook
-        from sqlalchemy.exc import SAWarning
-
-        warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9.6 + SQLAlchemy 2.1 noise
-
-        lab, student = result["lab"], result["student"]
-        if lab not in self.labs:
-            return
-        with Gradebook(f"sqlite:///{self.out / 'gradebook.db'}") as gb:
-            gb.update_or_create_student(student)
-            try:
-                gb.remove_submission(lab, student)
-            except Exception:  # noqa: BLE001 - nothing to replace on a first grading
-                pass
-            sub = gb.add_submission(lab, student)
-            for nb in sub.notebooks:
-                for grade in nb.grades:
-                    score = result["scores"].get(grade.name)
-                    if score is not None:
-                        grade.auto_score, grade.needs_manual_grade = score[0], score[2]
-                    else:  # a failed submission: 0 now, marked for the instructor's review
-                        grade.auto_score = 0.0 if grade.max_score else None
-                        grade.needs_manual_grade = True
-            gb.db.commit()
+        if result["lab"] in self.labs:
+            gradebook.merge(self.out / "gradebook.db", result["lab"], result["student"], result["scores"])
 
     # --- running -------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -353,9 +167,9 @@ class ClassGrader:
     def _args(self, unit: Unit, templates) -> tuple:
         return (unit.lab, unit.student, unit.path.read_bytes(), templates[unit.lab])
 
-    def _kwargs(self) -> dict:
-        return {"timeout_s": self.timeout_s, "hide": self.hide, "sandbox": self.sandbox,
-                "cell_timeout_s": self.cell_timeout_s}
+    def _options(self) -> autograde.Options:
+        return autograde.Options(sandbox=self.sandbox, timeout_s=self.timeout_s,
+                                 cell_timeout_s=self.cell_timeout_s)
 
     def _run_local(self, todo, templates):
         progress = Progress(len(todo))
@@ -365,7 +179,7 @@ class ClassGrader:
             while (queue or pending) and not (self._stop.is_set() and not pending):
                 while queue and len(pending) < self.workers and not self._stop.is_set():
                     unit = queue.pop(0)
-                    pending[pool.submit(grade_one, *self._args(unit, templates), **self._kwargs())] = unit
+                    pending[pool.submit(grade_unit, *self._args(unit, templates), self._options())] = unit
                 finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     unit = pending.pop(fut)
@@ -378,15 +192,15 @@ class ClassGrader:
 
         ray.init(address=self.address, log_to_driver=False)
         try:
-            remote = ray.remote(num_cpus=2, max_retries=0)(grade_one)
+            # Each task decides on its own node whether that node can sandbox (sandbox=None).
+            remote = ray.remote(num_cpus=2, max_retries=0)(grade_unit)
+            options = dataclasses.replace(self._options(), sandbox=None)
             progress = Progress(len(todo))
             queue, pending = list(todo), {}
             while (queue or pending) and not (self._stop.is_set() and not pending):
                 while queue and len(pending) < self.workers and not self._stop.is_set():
                     unit = queue.pop(0)
-                    restore = {k: os.environ.get(k) for k in TASK_SET_BY_RAY}
-                    pending[remote.remote(*self._args(unit, templates), **self._kwargs(),
-                                          restore_env=restore)] = unit
+                    pending[remote.remote(*self._args(unit, templates), options)] = unit
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                 for ref in ready:
                     unit = pending.pop(ref)

@@ -34,7 +34,7 @@ def release_path(lab: str) -> Path:
     return NOTEBOOKS / lab / f"{lab}.ipynb"
 
 
-def _bin(name: str) -> str:
+def bin_path(name: str) -> str:
     """A console script of the environment this Python runs in (the course venv)."""
     candidate = Path(sys.executable).parent / name
     return str(candidate) if candidate.exists() else name
@@ -52,7 +52,7 @@ def can_isolate_network() -> bool:
     return False
 
 
-def _net_isolated(cmd: list[str]) -> list[str]:
+def net_isolated(cmd: list[str]) -> list[str]:
     """Wrap ``cmd`` so it runs in a fresh network namespace with only loopback up.
 
     A Ray 2.58.0 local cluster listens on every interface without authentication; inside the
@@ -83,9 +83,9 @@ def nbgrader(*args: str, grading_dir: Path | None = None, env: dict | None = Non
     # nbgrader starts kernels with the "python3" kernelspec: make it this environment's Python.
     run_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{run_env.get('PATH', '')}"
     run_env.update(env or {})
-    cmd = [_bin("nbgrader"), *args]
+    cmd = [bin_path("nbgrader"), *args]
     if isolate_network:
-        cmd = _net_isolated(cmd)
+        cmd = net_isolated(cmd)
     proc = subprocess.run(cmd, cwd=ROOT, env=run_env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return NbgraderRun(proc.returncode, proc.stdout)

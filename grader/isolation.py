@@ -1,111 +1,225 @@
-"""How a submission's code is kept away from what it must not touch while it is graded.
+"""The sandbox a submission's code runs in while it is graded (the allow-list design).
 
-Each submission is autograded in its own worker folder by the real ``nbgrader autograde``, which
-runs as the grading user (it must read the gradebook, where the hidden tests live). The *kernel*
-that executes the learner's code is started through ``grader/sandbox/kernel.sh``:
+``nbgrader autograde`` runs as the grading user (it must read the gradebook, where the hidden tests
+live). The *kernel* that executes the learner's code, the kernel's Ray cluster and everything they
+start run through ``grader/sandbox/enter.sh``:
 
-- **as an unprivileged user** (``nobody`` by default): it cannot write the gradebook, the
-  autograded output or any file of the course, and cannot read the worker's root-only folders
-  (the private gradebook copy, the autograded notebook with the hidden tests restored);
-- **in a private mount namespace** in which ``solutions/``, the course's grading folders, the class's
-  submission folder and the class's output folder are covered by empty, unreadable mounts;
-- **in a network namespace with only loopback** (the whole worker runs there): the local Ray
-  cluster the lab starts is unreachable from any other machine and cannot reach out.
+- **a root file system built from an allow-list**: a fresh tmpfs holding read-only binds of the
+  system folders, the Python installation, the course's virtual environment and the ``raylab``
+  package, plus its own home, work folder, ``/tmp`` and ``/dev/shm``. Nothing else exists there:
+  no ``.git``, no ``solutions/``, no gradebook, no other copy of the course, no other sandbox;
+- **its own PID namespace** (the kernel is PID 1: when it exits, every process it left behind is
+  killed), **IPC namespace** and **mount namespace**; the whole grading worker (nbgrader included)
+  runs in a **network namespace with loopback only** (``grader/autograde.py``);
+- **its own user** (a uid leased for this submission only, never shared with another submission
+  being graded at the same time on this machine), with no capabilities and ``no_new_privs``;
+- **its own control group** (``grader/cgroups.py``): memory and process-count limits where the
+  machine allows them, and the list of its processes, from which nothing can escape;
+- **an environment built from an allow-list** (:func:`kernel_env`): nothing of the instructor's
+  environment (tokens, credentials) reaches learner code; IPython history is off.
 
-What this does not protect: the learner's code runs in the same kernel as the test cells, so it can
-see the test code at the moment it runs and interfere with it in-process. The autograde pipeline
-adds a per-run token to every test cell and zeroes (and flags) a test cell that neither finished nor
-showed an error (``grader/nbgrader_ext.py``), which defeats the common trick of swallowing
-exceptions, but an adversary inside the kernel can still, for example, monkeypatch the checks a
-test cell calls. Grades of flagged submissions deserve a look. CPU time and memory are bounded only
-by the per-submission wall-clock limit and the machine.
+When the submission is done the grader kills whatever is left in its group; the tmpfs folders
+disappear with the mount namespace. What this does not protect: learner code and test cells share
+one kernel (see ``grader/tamper_scan.py`` and README's guarantees).
 
-Isolation needs root (or unprivileged user namespaces) and ``unshare``/``setpriv`` from
-util-linux. Where that is missing the grader still runs, without the sandbox, and says so.
+The sandbox needs root and util-linux (``unshare``, ``setpriv``, ``pivot_root``). Where that is
+missing the grader still runs, without it, and says so.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import json
 import os
+import shlex
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-KERNEL_SH = Path(__file__).resolve().parent / "sandbox" / "kernel.sh"
+from grader.cgroups import SubmissionCgroup
+
 ENTER_SH = Path(__file__).resolve().parent / "sandbox" / "enter.sh"
 KERNEL_NAME = "raylab-sandboxed"
-SANDBOX_IDS = os.environ.get("RAYLAB_SANDBOX_USER", "65534:65534")
+HOME = "/home/learner"
+# uids leased to running submissions: UID_BASE .. UID_BASE + UID_SLOTS - 1 (no account needed;
+# the sandbox writes its own /etc/passwd). Above the ranges useradd and /etc/subuid hand out.
+UID_BASE = int(os.environ.get("RAYLAB_SANDBOX_UID_BASE", "610000"))
+UID_SLOTS = 4096
+LEASE_DIR = Path("/run/raylab-sandbox") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir()) / "raylab-sandbox"
+
+GiB = 1024 ** 3
+# Folders and files of the host the sandbox sees (read-only), besides the Python environment.
+SYSTEM_BINDS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys",
+                "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+                "/etc/localtime", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf",
+                "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types",
+                "/etc/os-release", "/etc/protocols", "/etc/services", "/etc/matplotlibrc",
+                "/etc/fonts"]
+# Environment variables passed from the grader to learner code (names, then prefixes): the
+# course's bounded Ray Train limits (tests and CI set them) and the hint switch. Nothing else.
+PASSED_NAMES = ("RAYLAB_HINTS", "TZ")
+PASSED_PREFIXES = ("RAY_TRAIN_",)
 
 
-def expose_spec() -> str:
-    """``BLOCKED:PREFIX`` when the interpreter sits below a folder others cannot traverse.
-
-    pyenv under ``/root`` (mode 0700) is the common case: the sandbox user could not even start
-    the course's Python. enter.sh then covers BLOCKED with a tmpfs holding only PREFIX.
-    """
-    prefix = Path(sys.base_prefix).resolve()
-    for parent in reversed(prefix.parents):
-        if parent != Path("/") and not os.stat(parent).st_mode & 0o001:
-            return f"{parent}:{prefix}"
-    return ""
+@dataclass(frozen=True)
+class Limits:
+    """Per-submission limits. Memory covers the tmpfs folders too (their pages are charged to
+    the group). Lab 06, the heaviest, peaks at 4.9 GiB of Ray processes on 2 cores."""
+    memory_bytes: int | None = 8 * GiB
+    pids: int | None = 4096  # threads count: a raylet has ~50, each Ray worker 20-40
+    disk_bytes: int = 2 * GiB  # home, work folder, /tmp (Ray's session logs live there)
+    shm_bytes: int = 1 * GiB  # Ray's object store (the labs ask for 80 MiB)
 
 
-def sandbox_env(home: Path, hide: list[str]) -> dict:
-    return {"RAYLAB_SANDBOX_HOME": str(home), "RAYLAB_SANDBOX_PYTHON": sys.executable,
-            "RAYLAB_SANDBOX_HIDE": ":".join(hide), "RAYLAB_SANDBOX_EXPOSE": expose_spec(),
-            "RAYLAB_SANDBOX_USER": SANDBOX_IDS}
+@functools.lru_cache(maxsize=1)
+def python_binds() -> list[str]:
+    """The interpreter, the virtual environment and every folder on a fresh interpreter's
+    ``sys.path`` outside them (the editable ``raylab`` install points at the course's ``src/``).
+    Asked of a fresh interpreter, not this one: the grader's own ``sys.path`` holds the course
+    root (``PYTHONPATH=.``) and the script's folder, which the sandbox must not see."""
+    out = subprocess.run([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"],
+                         env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True, text=True,
+                         check=True).stdout
+    paths = {str(Path(sys.base_prefix).resolve()), str(Path(sys.prefix).resolve())}
+    for entry in json.loads(out):
+        if entry and Path(entry).is_dir() and Path(entry).resolve() != Path("/"):
+            p = str(Path(entry).resolve())
+            if not any(p == q or p.startswith(q + "/") for q in paths):
+                paths.add(p)
+    return sorted(paths)
+
+
+def kernel_env(extra: dict | None = None) -> dict:
+    """The complete environment of learner code (built, not filtered from the grader's)."""
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+           "HOME": HOME, "USER": "learner", "LOGNAME": "learner", "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1",
+           "NBGRADER_EXECUTION": "autograde", "RAYLAB_SCRATCH": f"{HOME}/scratch",
+           "MPLCONFIGDIR": f"{HOME}/.mpl", "IPYTHONDIR": f"{HOME}/.ipython"}
+    env.update({k: v for k, v in os.environ.items()
+                if k in PASSED_NAMES or k.startswith(PASSED_PREFIXES)})
+    env.update(extra or {})
+    return env
+
+
+@contextlib.contextmanager
+def leased_uid():
+    """A uid no other running submission on this machine holds (an flock per uid)."""
+    LEASE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    start = int.from_bytes(os.urandom(2), "little") % UID_SLOTS
+    for k in range(UID_SLOTS):
+        uid = UID_BASE + (start + k) % UID_SLOTS
+        fh = open(LEASE_DIR / f"{uid}.lock", "w")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            continue
+        try:
+            yield uid
+        finally:
+            fh.close()
+        return
+    raise RuntimeError("no free sandbox uid")
+
+
+class Sandbox:
+    """The sandbox of one submission; ``with Sandbox(work, limits) as sb:`` then
+    ``sb.write_kernelspec(...)`` or ``sb.command([...])``; leftovers are killed on exit."""
+
+    def __init__(self, work: Path, limits: Limits = Limits(), env: dict | None = None):
+        self.work, self.limits, self.extra_env = Path(work), limits, env
+        self.leftover = 0
+        self.oom = False
+
+    def __enter__(self) -> "Sandbox":
+        self._stack = contextlib.ExitStack()
+        self.uid = self._stack.enter_context(leased_uid())
+        self.cgroup = self._stack.enter_context(
+            SubmissionCgroup(memory_bytes=self.limits.memory_bytes, pids=self.limits.pids))
+        self.root = self.work / "sandbox-root"
+        self.root.mkdir(mode=0o700)
+        env_file, self.config = self.work / "sandbox-env.sh", self.work / "sandbox.sh"
+        pairs = [f"{k}={v}" for k, v in kernel_env(self.extra_env).items()]
+        env_file.write_text("set -- " + " ".join(shlex.quote(p) for p in pairs) + ' "$@"\n')
+        binds = [p for p in SYSTEM_BINDS + python_binds() if os.path.lexists(p)]
+        values = {"SB_ROOT": str(self.root), "SB_BINDS": ":".join(binds), "SB_UID": self.uid,
+                  "SB_GID": self.uid, "SB_CGROUPS": ":".join(self.cgroup.join_paths),
+                  "SB_DISK": self.limits.disk_bytes, "SB_SHM": self.limits.shm_bytes,
+                  "SB_ENV": str(env_file)}
+        self.config.write_text("".join(f"{k}={shlex.quote(str(v))}\n" for k, v in values.items()))
+        return self
+
+    @property
+    def missing_limits(self) -> list[str]:
+        return self.cgroup.missing
+
+    def command(self, argv: list[str], connection_file: str | None = None) -> list[str]:
+        conn = ["--conn", connection_file] if connection_file else []
+        return ["/bin/sh", str(ENTER_SH), str(self.config), *conn, *argv]
+
+    def write_kernelspec(self, jupyter_dir: Path) -> None:
+        """The kernel nbgrader starts: the course's Python, inside this sandbox, no history."""
+        argv = self.command([sys.executable, "-m", "ipykernel_launcher", "-f", f"{HOME}/.kernel.json",
+                             "--HistoryManager.enabled=False"], connection_file="{connection_file}")
+        _write_spec(jupyter_dir, argv, "Python 3 (raylab grading sandbox)")
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.leftover = self.cgroup.kill_all(grace_s=2.0)
+            self.oom = self.cgroup.oom_killed()
+        finally:
+            self._stack.close()
+
+
+def write_plain_kernelspec(jupyter_dir: Path, extra_env: dict | None = None) -> None:
+    """Without the sandbox (no root): at least the allow-listed environment and no history."""
+    env = kernel_env(extra_env)
+    env.update(HOME=os.environ.get("HOME", "/tmp"), RAYLAB_SCRATCH=extra_env.get("RAYLAB_SCRATCH", "")
+               if extra_env else "", IPYTHONDIR=str(jupyter_dir / "ipython"),
+               MPLCONFIGDIR=str(jupyter_dir / "mpl"), TMPDIR=tempfile.gettempdir())
+    argv = ["env", "-i", *[f"{k}={v}" for k, v in env.items() if v],
+            sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--HistoryManager.enabled=False"]
+    _write_spec(jupyter_dir, argv, "Python 3 (raylab grading, no sandbox)")
+
+
+def _write_spec(jupyter_dir: Path, argv: list[str], name: str) -> None:
+    spec_dir = jupyter_dir / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": name,
+                                                      "language": "python"}))
 
 
 @functools.lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
-    """Whether the kernel sandbox works here, and why not if it does not.
+    """Whether the sandbox works here, and why not if it does not.
 
     The probe runs the course's Python the way a kernel and its Ray workers do (a child process
-    that execs the interpreter again), as the sandbox user.
+    that execs the interpreter again and imports Ray), inside a sandbox.
     """
     if os.geteuid() != 0:
         return False, "not running as root: submissions run as the grading user (no sandbox)"
-    import tempfile
+    import platform
+    import shutil
 
-    home = Path(tempfile.mkdtemp(prefix="rg-probe-"))
+    work = Path(tempfile.mkdtemp(prefix="rg-probe-"))
     try:
-        os.chmod(home, 0o755)
-        chown_tree(home)
-        code = ("import subprocess, sys, platform; import raylab; "
-                "subprocess.run([sys.executable, '-c', 'import ray'], check=True); "
-                "print(platform.python_version())")
-        env = dict(os.environ, **sandbox_env(home, []))
-        proc = subprocess.run(["/bin/sh", str(ENTER_SH), sys.executable, "-c", code], env=env,
-                              capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        with Sandbox(work, Limits(memory_bytes=None, pids=None)) as sb:
+            code = ("import subprocess, sys, platform, os; import raylab; "
+                    "subprocess.run([sys.executable, '-c', 'import ray'], check=True); "
+                    "print(platform.python_version(), os.getpid())")
+            proc = subprocess.run(sb.command([sys.executable, "-c", code]), capture_output=True,
+                                  text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired, RuntimeError) as exc:
         return False, f"sandbox probe failed: {exc}"
     finally:
-        import shutil
-
-        shutil.rmtree(home, ignore_errors=True)
-    import platform
-
-    if proc.returncode != 0 or proc.stdout.strip() != platform.python_version():
-        return False, ("the sandbox user cannot run the course's Python: "
-                       f"{(proc.stderr or proc.stdout).strip()[-300:]}")
-    return True, f"kernel runs as uid:gid {SANDBOX_IDS} in private mount and network namespaces"
-
-
-def write_kernelspec(jupyter_dir: Path) -> None:
-    """A kernelspec that starts the course's Python through the sandbox launcher."""
-    spec_dir = jupyter_dir / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": ["/bin/sh", str(KERNEL_SH), "{connection_file}"],
-        "display_name": "Python 3 (raylab grading sandbox)",
-        "language": "python",
-    }))
-
-
-def chown_tree(path: Path) -> None:
-    uid, gid = (int(x) for x in SANDBOX_IDS.split(":"))
-    for root, dirs, files in os.walk(path):
-        os.chown(root, uid, gid)
-        for name in files:
-            os.chown(os.path.join(root, name), uid, gid)
+        shutil.rmtree(work, ignore_errors=True)
+    if proc.returncode != 0 or proc.stdout.split() != [platform.python_version(), "1"]:
+        return False, f"the sandbox cannot run the course's Python: {(proc.stderr or proc.stdout).strip()[-300:]}"
+    limits = ", ".join(sb.missing_limits)
+    return True, ("allow-list root, own PID/IPC/mount namespaces, own uid per submission, "
+                  "loopback-only network" + (f"; not enforced here: {limits}" if limits else ""))

@@ -3,25 +3,25 @@
 ``python -m grader.roundtrip 00_lab_setup`` prints one line per submission and per graded cell and
 exits non-zero when the autograder is wrong in either direction: the solution below full marks,
 the untouched learner copy above 0, a mutant at full marks on the exercise it breaks, a mutant
-caught only by a crash instead of a check, an error in any cell of the solution, or Ray processes
-left behind. ``tests/test_autograde_roundtrip.py`` runs the same function for every lab.
+caught only by a crash instead of a check, an error in any cell of the solution, a solution flagged
+for review, or processes left behind. Every submission is graded by
+``grader.autograde.autograde_submission``, the function the class grader calls, so this proves the
+path that grades a class. ``tests/test_autograde_roundtrip.py`` runs it for every lab.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from grader import course, mutants, trim
+from grader import autograde, course, gradebook, mutants, trim
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
@@ -45,8 +45,7 @@ class RoundTrip:
     skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
 
 
-def _errors(nb_path: Path) -> dict:
-    nb = nbformat.read(nb_path, as_version=4)
+def _errors(nb) -> dict:
     found = {}
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
@@ -73,11 +72,9 @@ def _workers() -> int:
 
 
 def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
-    """Grade the lab's submissions; ``workers`` > 1 runs one ``nbgrader autograde`` per submission,
-    that many at a time, each with its own copy of the gradebook (so nothing races on SQLite).
-    With ``workers=1`` every submission is graded by one autograde into ``grading_dir``."""
-    import raylab
-
+    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` (the
+    class grader's path), ``workers`` at a time; every score is also merged into
+    ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports)."""
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
@@ -97,7 +94,7 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
         variants["trimmed"] = src
     templates = {}
     for variant, source in variants.items():
-        template = grading_dir if workers == 1 else grading_dir / "templates" / variant
+        template = grading_dir if variant == "full" else grading_dir / "templates" / variant
         gen = course.generate(lab, template, release_dir=template / "release", source_dir=source)
         if gen.returncode != 0:
             return RoundTrip(lab, 0.0, {}, [], [f"generate_assignment ({variant}) failed:\n{gen.output[-2000:]}"])
@@ -112,48 +109,42 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     if skipped:
         submissions["solution_trimmed"] = (mutants.answer_sources(lab), {}, "trimmed")
 
-    run_id = uuid.uuid4().hex
-    dirs = {}
+    built = {}
     for student, (answers, _, variant) in submissions.items():
-        where = grading_dir if workers == 1 else grading_dir / "graded" / student
-        if where != templates[variant]:
-            where.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(templates[variant] / "gradebook.db", where / "gradebook.db")
         path = grading_dir / "built" / f"{student}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         release = templates[variant] / "release" / lab / f"{lab}.ipynb"
         nbformat.write(mutants.submission(lab, answers, release=release), path)
-        course.submit(lab, student, path, where)
-        dirs[student] = where
+        built[student] = path
 
     def grade(student):
         variant = submissions[student][2]
-        return student, course.autograde(lab, dirs[student], student=None if workers == 1 else student,
-                                         env={"RAYLAB_RUN_ID": run_id}, source_dir=variants[variant])
+        options = autograde.Options(source_dir=variants[variant], feedback=False)
+        return student, autograde.autograde_submission(
+            lab, student, built[student].read_bytes(),
+            (templates[variant] / "gradebook.db").read_bytes(), options)
 
-    if workers == 1:
-        runs = [("all", course.autograde(lab, grading_dir, env={"RAYLAB_RUN_ID": run_id}))]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            runs = list(pool.map(grade, submissions))
-    for who, ag in runs:
-        if ag.returncode != 0:
-            problems.append(f"nbgrader autograde ({who}) exited {ag.returncode}:\n{ag.output[-3000:]}")
-    leftover = raylab.ray_processes(run_id=run_id)
-    if leftover:
-        problems.append(f"{len(leftover)} Ray process(es) left after grading: {leftover[:3]}")
-
+    # The class grader's path (grader/autograde.py), one submission per call, `workers` at a time.
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = dict(pool.map(grade, submissions))
+    leftover = []
     exercises = mutants.load(lab)
     graded = {}
-    for student, (_, mutated, _) in submissions.items():
-        try:
-            scores = course.cell_scores(lab, student, dirs[student])
-        except Exception as exc:  # noqa: BLE001 - reported as a problem below
-            problems.append(f"{student}: no scores in the gradebook ({exc})")
+    for student, res in results.items():
+        if res["status"] != "graded":
+            problems.append(f"{student}: not graded ({res['reason']}):\n{res['log_tail'][-3000:]}")
+        if res["leftover_killed"]:
+            leftover.append(f"{student}: {res['leftover_killed']} process(es)")
+            problems.append(f"{student}: {res['leftover_killed']} process(es) left after grading")
+        if student.startswith("solution") and [f for f in res["flags"] if "without the sandbox" not in f]:
+            problems.append(f"{student}: flagged for review: {res['flags']}")
+        if not res["scores"]:
+            problems.append(f"{student}: no scores")
             continue
-        nb_path = dirs[student] / "autograded" / student / lab / f"{lab}.ipynb"
-        errors = _errors(nb_path) if nb_path.exists() else {}
-        graded[student] = Graded(student, scores, errors, mutated)
+        gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
+        scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
+        errors = _errors(nbformat.reads(res["autograded"], as_version=4)) if res["autograded"] else {}
+        graded[student] = Graded(student, scores, errors, submissions[student][1])
 
     auto = {g: s for g, s in graded.get("solution", Graded("", {}, {})).scores.items()
             if s[0] is not None or s[1]}
