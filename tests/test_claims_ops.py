@@ -45,11 +45,20 @@ def test_c41_a_schema_valid_manifest_can_still_fail_the_ray_and_kuberay_layers()
     assert _review(plan) == {"MAX_REPLICAS_TOO_LOW"}  # KubeRay's worker-group limit
 
 
+def test_c41_the_head_pod_must_fit_a_nodes_allocatable_capacity():
+    plan = kuberay.example_plan()
+    head = plan.rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
+    assert kuberay.validate_manifest(plan.rayjob) == []  # the API server accepts it ...
+    assert _review(plan) == {"HEAD_DOES_NOT_FIT"}  # ... and no m5.xlarge (3.92 CPUs allocatable) takes it
+
+
 def test_c43_autoscaling_needs_gpu_supply_and_explicit_limits():
     from ray.train import FailureConfig
 
     plan = kuberay.example_plan()
-    plan.node_groups = [kuberay.NodeGroup("cpu", "m5.4xlarge", cpus=16, gpus=0, max_nodes=20)]
+    plan.node_groups = [kuberay.NodeGroup("cpu", "m5.4xlarge", cpus=16, gpus=0, max_nodes=20,
+                                          allocatable_cpu=15.89, allocatable_memory_gib=58.0)]
     assert _review(plan) == {"NO_GPU_GROUP"}  # no autoscaler can add a GPU no node group has
     plan = kuberay.example_plan()
     plan.failure_config = FailureConfig(max_failures=2)
@@ -67,9 +76,15 @@ def test_c25_default_retry_limits_never_fit_a_deadline():
     plan = kuberay.example_plan()
     plan.failure_config = defaults
     assert _review(plan) == {"RETRIES_EXCEED_DEADLINE"}
+    plan.failure_config = FailureConfig(max_failures=2, controller_failure_limit=2,
+                                        max_preemption_failures=1)
+    # start-ups (2+1+2+1)*600 + training 4*1800 + noticing 2*600+1*120+600 = 12720 s <= 14400 s
+    assert _review(plan) == set()
+    # The old plan's limits (3, 2, 2) fit only when the counters are taken one at a time; together,
+    # with the time to notice each failure, they do not.
     plan.failure_config = FailureConfig(max_failures=2, controller_failure_limit=3,
                                         max_preemption_failures=2)
-    assert _review(plan) == set()  # 3*600 + 5*(600+1800) = 13800 s <= 14400 s
+    assert _review(plan) == {"RETRIES_EXCEED_DEADLINE"}  # 15840 s > 14400 s
 
 
 def test_c22_storage_path_must_be_shared_by_every_pod():

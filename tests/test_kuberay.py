@@ -205,7 +205,10 @@ def test_pod_ray_resources_follow_kuberay_precedence():
 def test_group_readers_and_mounts():
     m = _clean()
     head, [workers] = kuberay.head_group(m), kuberay.worker_groups(m)
-    assert head.ray_resources == {"CPU": 4.0, "GPU": 0.0}
+    assert head.ray_resources == {"CPU": 3.0, "GPU": 0.0}
+    assert head.requests == {"cpu": 3.0, "memory": 12 * 2**30}
+    assert workers.requests == {"cpu": 8.0, "memory": 32 * 2**30}
+    assert not kuberay.tolerates(head, "nvidia.com/gpu") and kuberay.tolerates(workers, "nvidia.com/gpu")
     assert (workers.name, workers.min_replicas, workers.max_replicas) == ("gpu-workers", 0, 6)
     assert workers.mounts == head.mounts == {"/mnt/results": "persistentVolumeClaim"}
     cluster = kuberay.load_example("raycluster_cpu.yaml")
@@ -223,7 +226,7 @@ def test_group_readers_and_mounts():
 def test_finding_codes_are_stable_identifiers():
     assert set(kuberay.FINDING_CODES) == {
         "BUNDLE_TOO_BIG", "MAX_REPLICAS_TOO_LOW", "NO_GPU_GROUP", "POD_LOCAL_STORAGE",
-        "DELETED_BEFORE_PERSISTED", "RETRIES_EXCEED_DEADLINE", "NO_DEADLINE"}
+        "DELETED_BEFORE_PERSISTED", "RETRIES_EXCEED_DEADLINE", "NO_DEADLINE", "HEAD_DOES_NOT_FIT"}
     assert all(re.fullmatch(r"[A-Z_]+", c) for c in kuberay.FINDING_CODES)
     f = kuberay.Finding("NO_DEADLINE", "no deadline")
     assert f.code == "NO_DEADLINE" and tuple(f) == ("NO_DEADLINE", "no deadline")
@@ -257,3 +260,53 @@ def test_crd_schema_is_a_copy():
     with pytest.raises(KeyError):
         kuberay.crd_schema("RayJob", "v2")
     assert yaml.safe_dump(kuberay.crd_schema("RayCluster"))  # plain data
+
+
+def test_pod_requests_default_to_limits_and_count_missing_as_zero():
+    g = copy.deepcopy(_worker(_clean()))
+    res = g["template"]["spec"]["containers"][0]["resources"]
+    res.pop("requests")
+    assert kuberay.pod_requests(g) == {"cpu": 8.0, "memory": 32 * 2**30}  # Kubernetes: requests = limits
+    res["requests"] = {"cpu": "500m"}
+    res.pop("limits")
+    assert kuberay.pod_requests(g) == {"cpu": 0.5, "memory": 0.0}
+
+
+@pytest.mark.parametrize("tolerations, tolerated", [
+    ([], False),
+    ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], True),
+    ([{"key": "nvidia.com/gpu", "operator": "Exists"}], True),  # no effect: every effect
+    ([{"operator": "Exists"}], True),  # no key with Exists: every taint
+    ([{"key": "other", "operator": "Exists"}], False),
+    ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}], False),
+])
+def test_tolerates_matches_key_or_wildcard(tolerations, tolerated):
+    g = copy.deepcopy(_worker(_clean()))
+    g["template"]["spec"]["tolerations"] = tolerations
+    info = kuberay.worker_groups({"kind": "RayCluster", "spec": {"workerGroupSpecs": [g]}})[0]
+    assert kuberay.tolerates(info, "nvidia.com/gpu") is tolerated
+
+
+def test_example_plan_head_fits_its_system_nodes_and_retries_fit_the_deadline():
+    from raylab import retry_budget
+
+    plan = kuberay.example_plan()
+    head = kuberay.head_group(plan.rayjob)
+    system = [n for n in plan.node_groups if not n.taints]
+    assert [n.instance_type for n in system] == ["m5.xlarge"]
+    # The head must fit what a node offers Pods (allocatable), not the instance size.
+    assert head.requests["cpu"] <= system[0].allocatable_cpu < system[0].cpus
+    assert head.requests["memory"] <= system[0].allocatable_memory_gib * 2**30
+    assert head.ray_resources["CPU"] == plan.tune_config.max_concurrent_trials  # one CPU per trial driver
+    worst = retry_budget.worst_case_s(plan.failure_config, start_timeout_s=plan.worker_start_timeout_s,
+                                      attempt_s=plan.attempt_s, detection_s=plan.health_check_timeout_s,
+                                      preemption_wait_s=plan.preemption_wait_s)
+    assert worst == 12720 <= plan.rayjob["spec"]["activeDeadlineSeconds"]
+
+
+def test_plan_times_default_to_rays_own():
+    from raylab import retry_budget
+
+    plan = kuberay.example_plan()
+    assert plan.health_check_timeout_s == retry_budget.default_detection_s() == 600.0
+    assert plan.preemption_wait_s == retry_budget.default_preemption_wait_s() == 120.0

@@ -12,8 +12,8 @@ KubeRay as an engineering review of real artefacts, so this module provides:
   accepted the object;
 * readers for review code: :func:`worker_groups`, :func:`head_group` (the Ray resources each Pod
   gives Ray, worked out the way KubeRay does, and the Pod's volume mounts), :func:`parse_quantity`;
-* the vocabulary of the lab's plan review: :class:`Plan`, :class:`NodeGroup`, :class:`Finding`
-  and :data:`FINDING_CODES`.
+* the vocabulary of the lab's plan review: :class:`Plan`, :class:`NodeGroup`, :class:`Finding`,
+  :data:`FINDING_CODES` and :func:`tolerates`.
 
 What the offline validation does *not* do: evaluate the CRDs' CEL rules
 (``x-kubernetes-validations``), run admission webhooks, or check that images, PVCs, service
@@ -429,6 +429,25 @@ def pod_mounts(group_spec: dict) -> dict[str, str]:
             for mnt in _ray_container(group_spec).get("volumeMounts") or [] if "mountPath" in mnt}
 
 
+def pod_requests(group_spec: dict) -> dict[str, float]:
+    """What the Kubernetes scheduler reserves for one Pod's Ray container: ``{"cpu": cores,
+    "memory": bytes}``. A resource with a limit but no request is requested at its limit (what
+    Kubernetes does); one declared nowhere counts as 0."""
+    res = _ray_container(group_spec).get("resources") or {}
+    limits, requests = res.get("limits") or {}, res.get("requests") or {}
+    out = {}
+    for name in ("cpu", "memory"):
+        value = requests.get(name, limits.get(name, 0))
+        out[name] = parse_quantity(value)
+    return out
+
+
+def pod_tolerations(group_spec: dict) -> list[dict]:
+    """The Pod template's ``tolerations`` (a list of dicts, possibly empty)."""
+    pod = (group_spec.get("template") or {}).get("spec") or {}
+    return [dict(t) for t in pod.get("tolerations") or []]
+
+
 @dataclass(frozen=True)
 class GroupInfo:
     """What a review needs to know about one group of Ray Pods."""
@@ -439,6 +458,8 @@ class GroupInfo:
     num_of_hosts: int  # Pods per replica (multi-host groups); 1 for ordinary groups
     ray_resources: dict  # {"CPU": float, "GPU": float} one Pod gives Ray
     mounts: dict  # {mountPath: volume kind} of the Ray container
+    requests: dict = field(default_factory=dict)  # {"cpu": cores, "memory": bytes} for the scheduler
+    tolerations: tuple = ()  # the Pod's tolerations, as dicts
 
 
 def _group_info(name: str, g: dict, head: bool) -> GroupInfo:
@@ -449,7 +470,21 @@ def _group_info(name: str, g: dict, head: bool) -> GroupInfo:
         num_of_hosts=1 if head else int(g.get("numOfHosts", 1) or 1),
         ray_resources=pod_ray_resources(g),
         mounts=pod_mounts(g),
+        requests=pod_requests(g),
+        tolerations=tuple(pod_tolerations(g)),
     )
+
+
+def tolerates(group: GroupInfo, taint_key: str) -> bool:
+    """Whether the group's Pods may run on nodes tainted ``taint_key`` (effect ``NoSchedule``,
+    no value): a toleration with that key, or an ``Exists`` toleration without a key."""
+    for t in group.tolerations:
+        key, op = t.get("key"), t.get("operator", "Equal")
+        if t.get("effect") not in (None, "", "NoSchedule"):
+            continue
+        if key == taint_key or (not key and op == "Exists"):
+            return True
+    return False
 
 
 def head_group(manifest) -> GroupInfo:
@@ -477,6 +512,8 @@ FINDING_CODES = {
     "RETRIES_EXCEED_DEADLINE": "the worst case of the allowed retries runs past "
                                "activeDeadlineSeconds",
     "NO_DEADLINE": "the RayJob sets no activeDeadlineSeconds",
+    "HEAD_DOES_NOT_FIT": "no node group the head Pod may run on has the allocatable CPU and memory "
+                         "the head Pod requests",
 }
 
 
@@ -489,13 +526,22 @@ class Finding(NamedTuple):
 
 @dataclass(frozen=True)
 class NodeGroup:
-    """An EKS node group: the physical supply the Kubernetes scheduler can place Pods on."""
+    """An EKS node group: the physical supply the Kubernetes scheduler can place Pods on.
+
+    ``cpus`` and ``gpus`` are the instance's; ``allocatable_cpu`` and ``allocatable_memory_gib``
+    are what one node offers Pods after the kubelet and system reservations (``kubectl describe
+    node``, "Allocatable"), always less than the instance size; ``taints`` are the keys of the
+    ``NoSchedule`` taints on its nodes (EKS GPU node groups usually carry ``nvidia.com/gpu``).
+    """
 
     name: str
     instance_type: str
     cpus: int
     gpus: int
     max_nodes: int
+    allocatable_cpu: float
+    allocatable_memory_gib: float
+    taints: tuple = ()
 
 
 @dataclass
@@ -507,7 +553,9 @@ class Plan:
     ``ray.tune.TuneConfig`` objects (``tune_config=None`` for a plain Train job; with Tune,
     ``max_concurrent_trials`` must be set); ``storage_path`` goes to ``RunConfig(storage_path=...)``;
     ``worker_start_timeout_s`` is ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``; ``attempt_s`` is how
-    long one training attempt runs when nothing fails.
+    long one training attempt runs when nothing fails; ``health_check_timeout_s``
+    (``RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S``) and ``preemption_wait_s`` are how long a failure
+    can take to be noticed (Ray's defaults: 600 s and 120 s; see :mod:`raylab.retry_budget`).
     """
 
     rayjob: dict
@@ -518,6 +566,8 @@ class Plan:
     tune_config: Any = None
     worker_start_timeout_s: float = 60.0
     attempt_s: float = 3600.0
+    health_check_timeout_s: float = 600.0
+    preemption_wait_s: float = 120.0
 
     def __post_init__(self):
         if self.tune_config is not None and self.tune_config.max_concurrent_trials is None:
@@ -534,10 +584,13 @@ def default_worker_group_start_timeout_s() -> float:
 def example_plan() -> Plan:
     """The lab's reference plan: a Tune sweep of 2-worker GPU Train runs on EKS, reviewed clean.
 
-    RayJob ``rayjob_tune_gpu.yaml`` (its head offers 4 CPUs for the Tune trial drivers);
-    3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}``; results on a ReadWriteMany PVC
-    mounted at ``/mnt/results`` in every Pod; explicit retry limits whose worst case fits the
-    4-hour ``activeDeadlineSeconds``. Each call builds a new, independent plan, so a caller may
+    RayJob ``rayjob_tune_gpu.yaml`` (its head requests 3 CPUs and 12 GiB, which fit the
+    allocatable 3.92 CPUs and 14.5 GiB of an m5.xlarge, and offers Ray 3 CPUs for the 3 Tune trial
+    drivers); 3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}`` on tainted g5.4xlarge
+    GPU nodes; results on a ReadWriteMany PVC mounted at ``/mnt/results`` in every Pod; explicit
+    retry limits whose joint worst case (:func:`raylab.retry_budget.worst_case_s`, 12,720 s) fits
+    the 4-hour ``activeDeadlineSeconds``. Allocatable figures are typical EKS values, for the
+    exercise. Each call builds a new, independent plan, so a caller may
     change it freely.
     """
     import ray.train
@@ -547,11 +600,14 @@ def example_plan() -> Plan:
         rayjob=load_example("rayjob_tune_gpu.yaml"),
         scaling_config=ray.train.ScalingConfig(num_workers=2, use_gpu=True,
                                                resources_per_worker={"CPU": 8, "GPU": 1}),
-        failure_config=ray.train.FailureConfig(max_failures=2, controller_failure_limit=3,
-                                               max_preemption_failures=2),
+        failure_config=ray.train.FailureConfig(max_failures=2, controller_failure_limit=2,
+                                               max_preemption_failures=1),
         storage_path="/mnt/results",
-        node_groups=[NodeGroup("system", "m5.xlarge", cpus=4, gpus=0, max_nodes=2),
-                     NodeGroup("gpu", "g5.4xlarge", cpus=16, gpus=1, max_nodes=6)],
+        node_groups=[NodeGroup("system", "m5.xlarge", cpus=4, gpus=0, max_nodes=2,
+                               allocatable_cpu=3.92, allocatable_memory_gib=14.5),
+                     NodeGroup("gpu", "g5.4xlarge", cpus=16, gpus=1, max_nodes=6,
+                               allocatable_cpu=15.89, allocatable_memory_gib=58.0,
+                               taints=("nvidia.com/gpu",))],
         tune_config=ray.tune.TuneConfig(max_concurrent_trials=3),
         worker_start_timeout_s=600.0,
         attempt_s=1800.0,
