@@ -194,3 +194,77 @@ def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path):
     assert float(by_student["untouched"]["total"]) == 0
     for k in range(len(mutants.rounds(LAB))):
         assert float(by_student[f"mutants{k}"]["total"]) == 0  # every question mutated every round
+
+
+# What a learner who reads no lab can try: every letter, both bools, and for the numbers the usual
+# guesses plus every value that the key itself uses (so "the most frequent numeric key" is tried).
+BLIND_CONSTANTS = {
+    str: ["A", "B", "C", "D"],
+    bool: [True, False],
+    "number": [0, 1, -1, 2, 3, 4, 5, 8, 10, 100],
+}
+BLIND_LIMIT = 0.30  # at most this share of the quiz's points for the best blind strategy
+
+
+def _kind(value):
+    return "number" if not isinstance(value, (bool, str)) else type(value)
+
+
+def _blind_scores(sources=None):
+    """``{kind: (best points, its constant)}``: the best constant answer per question type, graded
+    by the quiz's real test cells (visible and hidden), or by ``sources`` ``{tests id: source}``."""
+    cells = _cells(course.solution_path(LAB))
+    sources = sources or {t: cells[t].source for _, _, t, *_ in QUESTIONS}
+    by_kind = {}
+    for number, answer, tests, var, value, points in QUESTIONS:
+        by_kind.setdefault(_kind(value), []).append((sources[tests], var, points))
+    numeric_keys = [v for *_, v, _ in QUESTIONS if _kind(v) == "number"]
+    best = {}
+    for kind, questions in by_kind.items():
+        candidates = list(dict.fromkeys(BLIND_CONSTANTS[kind] + (numeric_keys if kind == "number" else [])))
+        scored = [(sum(p for src, var, p in questions if _failure(src, var, guess) is None), guess)
+                  for guess in candidates]
+        best[kind] = max(scored, key=lambda s: s[0])
+    return best
+
+
+def test_the_key_is_spread_over_letters_and_booleans():
+    letters = [v for *_, v, _ in QUESTIONS if isinstance(v, str)]
+    bools = [v for *_, v, _ in QUESTIONS if isinstance(v, bool)]
+    for letter in "ABCD":
+        assert letters.count(letter) <= 0.35 * len(letters), f"{letter} is keyed too often"
+    assert 0.40 <= bools.count(True) / len(bools) <= 0.60, "true/false answers are not balanced"
+    numbers = [v for *_, v, _ in QUESTIONS if _kind(v) == "number"]
+    assert len(set(numbers)) == len(numbers), "two numeric questions share an answer"
+
+
+def test_no_blind_strategy_scores_more_than_thirty_percent():
+    """Answering one constant per question type (mixed per type) must not pass a learner who read
+    nothing: the sum of the best constant for letters, for booleans and for numbers."""
+    total = sum(p for *_, p in QUESTIONS)
+    best = _blind_scores()
+    blind = sum(points for points, _ in best.values())
+    assert blind <= BLIND_LIMIT * total, f"blind strategy {best} scores {blind} of {total}"
+    # the grader is what is measured: the key itself must score every point through the same path
+    cells = _cells(course.solution_path(LAB))
+    assert all(_failure(cells[t].source, var, v) is None for _, _, t, var, v, _ in QUESTIONS)
+
+
+def test_the_blind_check_would_catch_a_biased_key():
+    """The blind check can fail: keyed like the old quiz (every letter "B", every bool False, two
+    numeric answers 0), the same computation finds a blind strategy above the limit."""
+    cells = _cells(course.solution_path(LAB))
+    biased = {}
+    for number, answer, tests, var, value, points in QUESTIONS[:]:
+        src = cells[tests].source
+        if isinstance(value, str):
+            src = src.replace(f'== "{value}"', '== "B"')
+        elif isinstance(value, bool):
+            src = src.replace(f"{var} is {value}", f"{var} is False")
+        elif number in (8, 20):
+            src = src.replace(f"({value})) < 1e-9", "(0)) < 1e-9")
+        biased[tests] = src
+    best = _blind_scores(biased)
+    assert best[str] == (14, "B") and best[bool] == (9, False) and best["number"] == (4, 0)
+    assert sum(p for p, _ in best.values()) > BLIND_LIMIT * sum(p for *_, p in QUESTIONS)
+
