@@ -171,7 +171,8 @@ def _feedback(cmd_base: list[str], env: dict, html: Path, result: dict) -> None:
     if not html.exists():
         result["flags"].append("feedback could not be generated: " + nbgrader_reason(fb.stdout))
         return
-    text, redacted = feedback_guard.redact(html.read_text(errors="replace"))
+    lines = feedback_guard.course_hidden_lines() | feedback_guard.notebook_hidden_lines(result["autograded"])
+    text, redacted = feedback_guard.redact(html.read_text(errors="replace"), lines)
     if redacted:
         result["flags"].append(f"hidden-test text removed from the feedback ({redacted} place(s))")
     result["feedback"] = text

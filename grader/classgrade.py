@@ -38,6 +38,9 @@ from pathlib import Path
 from grader import autograde, course, gradebook, isolation
 
 DEFAULT_TIMEOUT_S = 900
+# Half the cores, at least 2 (README's figure on 2 cores): a lab saturates 2 cores only part of
+# the time (kernel and Ray start-up, nbgrader and feedback are mostly waiting).
+DEFAULT_WORKERS = max(2, (os.cpu_count() or 2) // 2)
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,13 @@ def grade_unit(lab: str, student: str, notebook: bytes, template_db: bytes,
 class ClassGrader:
     def __init__(self, submissions: Path, out: Path, *, workers: int, address: str | None,
                  timeout_s: float, retry_failed: bool = False, labs: list[str] | None = None,
-                 cell_timeout_s: float | None = None):
+                 cell_timeout_s: float | None = None, course_root: Path | None = None,
+                 limits: isolation.Limits | None = None):
+        """``course_root``: grade another course folder (its ``solutions/``) with this course's
+        nbgrader configuration (the tests' tiny courses); ``limits``: per-submission limits."""
         self.submissions, self.out = submissions.resolve(), out.resolve()
+        self.course_args = (f"--CourseDirectory.root={Path(course_root).resolve()}",) if course_root else ()
+        self.limits = limits or isolation.Limits()
         self.workers, self.address, self.timeout_s = workers, address, timeout_s
         self.retry_failed = retry_failed
         self.cell_timeout_s = cell_timeout_s
@@ -103,7 +111,9 @@ class ClassGrader:
         shutil.rmtree(template_dir, ignore_errors=True)
         for lab in sorted(labs):
             for grading_dir in (self.out, template_dir):  # the class gradebook, and a student-free copy
-                run = course.generate(lab, grading_dir, release_dir=grading_dir / "release")
+                run = course.nbgrader("generate_assignment", lab, "--force", *self.course_args,
+                                      f"--CourseDirectory.release_directory={grading_dir / 'release'}",
+                                      grading_dir=grading_dir)
                 if run.returncode != 0:
                     raise SystemExit(f"generate_assignment {lab} failed:\n{run.output[-2000:]}")
         db = (template_dir / "gradebook.db").read_bytes()
@@ -169,7 +179,8 @@ class ClassGrader:
 
     def _options(self) -> autograde.Options:
         return autograde.Options(sandbox=self.sandbox, timeout_s=self.timeout_s,
-                                 cell_timeout_s=self.cell_timeout_s)
+                                 cell_timeout_s=self.cell_timeout_s, limits=self.limits,
+                                 nbgrader_args=self.course_args)
 
     def _run_local(self, todo, templates):
         progress = Progress(len(todo))
@@ -214,7 +225,8 @@ class ClassGrader:
     def export(self) -> None:
         exports = self.out / "exports"
         exports.mkdir(exist_ok=True)
-        run = course.nbgrader("export", f"--to={exports / 'nbgrader_grades.csv'}", grading_dir=self.out)
+        run = course.nbgrader("export", f"--to={exports / 'nbgrader_grades.csv'}", *self.course_args,
+                              grading_dir=self.out)
         if run.returncode != 0:
             print(f"[grader] nbgrader export failed:\n{run.output[-1000:]}")
         self.export_lms(exports / "lms_grades.csv")
@@ -305,8 +317,8 @@ def main(argv=None) -> int:
     parser.add_argument("submissions", type=Path, help="folder laid out as <student>/<lab>/<lab>.ipynb")
     parser.add_argument("--out", type=Path, default=course.ROOT / ".grading" / "class",
                         help="class gradebook, feedback and exports (default: .grading/class)")
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="submissions graded at once")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
+                        help=f"submissions graded at once (default: half the cores, at least 2: {DEFAULT_WORKERS} here)")
     parser.add_argument("--address", help="grade on an existing Ray cluster (e.g. auto or host:6379)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help="wall-clock limit per submission, seconds")

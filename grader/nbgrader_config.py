@@ -18,7 +18,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     GetGrades, IgnorePattern, LimitOutput, SaveAutoGrades)
 
 from nbgrader_ext import (  # noqa: E402
-    HideGradeCellTracebacks, SentinelInject, SentinelVerify, StderrToStdout)
+    CapOutputBytes, HideGradeCellTracebacks, SentinelInject, SentinelVerify, StderrToStdout)
 
 WORK = os.environ.get("RAYLAB_GRADING_DIR") or os.path.join(ROOT, ".grading")
 os.makedirs(WORK, exist_ok=True)  # SQLite creates the gradebook file, not its folder
@@ -51,6 +51,7 @@ c.Autograde.autograde_preprocessors = [
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
+    CapOutputBytes,
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,

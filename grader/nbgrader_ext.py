@@ -53,7 +53,50 @@ class HideGradeCellTracebacks(NbGraderPreprocessor):
 # Before execution each test cell gets a last line that prints a per-run random token; after
 # execution a test cell that shows neither an error nor its token did not run to completion, and
 # gets an error output instead (scoring 0). The token and line are removed again before saving.
+#
+# Each test cell also gets a first line that reports, with the token, the mechanisms registered
+# in the kernel at that moment that can change how the cell runs (input and AST transformers,
+# event hooks from outside IPython, a custom exception handler, patched shell methods, a tracer,
+# replaced builtins, module functions replaced by notebook code). A non-empty report becomes a
+# visible "[grader]" line in the cell and a review flag (grader/tamper_scan.output_flags). This
+# runs inside the kernel, so a learner who targets it can forge it; the static scan of the learner's
+# cells (grader/tamper_scan.py), which runs outside the kernel, is the guarantee; this is a second net.
 _SENTINEL_PREFIX = "__raylab_test_cell_completed__"
+STATE_LINE = "[grader] registered before this test cell ran: "
+_PROBE = r"""
+import sys, builtins, types, json
+ip = __import__('IPython').get_ipython()
+f = []
+names = [getattr(t, '__name__', type(t).__name__) for t in ip.input_transformers_cleanup]
+if names != ['leading_empty_lines', 'leading_indent', 'PromptStripper', 'PromptStripper']:
+    f.append('an input transformer (cleanup)')
+if ip.input_transformers_post: f.append('an input transformer')
+if ip.ast_transformers: f.append('an AST transformer')
+ok = ('IPython', 'ipykernel', 'matplotlib', 'matplotlib_inline', 'ipywidgets', 'comm')
+for ev, cbs in ip.events.callbacks.items():
+    for cb in cbs:
+        if not str(getattr(cb, '__module__', '') or '').startswith(ok): f.append('an event hook (' + ev + ')')
+if ip.custom_exceptions: f.append('a custom exception handler')
+for m in ('showtraceback', 'run_cell', 'run_ast_nodes', 'run_code', 'transform_cell', '_showtraceback'):
+    if m in vars(ip): f.append('a patched shell method (' + m + ')')
+if sys.gettrace() or sys.getprofile(): f.append('a tracer')
+for n in ('print', 'isinstance', 'len', 'abs', 'round', 'sum', 'min', 'max', 'all', 'any', 'sorted',
+          'float', 'int', 'str', 'repr', 'hasattr', 'getattr', 'type', 'set', 'list', 'dict', 'range',
+          'zip', 'AssertionError', 'Exception', 'exec', '__import__'):
+    if not isinstance(getattr(builtins, n, None), (types.BuiltinFunctionType, type)): f.append('a replaced builtin (' + n + ')')
+for name, mod in list(sys.modules.items()):
+    d = getattr(mod, '__dict__', None)
+    if name == '__main__' or not isinstance(d, dict): continue
+    for k, v in list(d.items()):
+        if isinstance(v, types.FunctionType) and getattr(v, '__module__', None) == '__main__':
+            f.append('a module function replaced by notebook code (' + name + '.' + k + ')')
+print(TOKEN + json.dumps(sorted(set(f))[:8]), flush=True)
+"""
+
+
+def _probe_line(token: str) -> str:
+    return (f"__import__('builtins').exec({_PROBE!r}, {{'TOKEN': {token + 'state'!r}}})"
+            "  # grader: tamper report")
 
 
 class SentinelInject(NbGraderPreprocessor):
@@ -64,30 +107,48 @@ class SentinelInject(NbGraderPreprocessor):
         resources["raylab_sentinel"] = token
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell):
-                cell.source = cell.source + f"\nprint({token!r}, flush=True)"
+                cell.source = _probe_line(token) + "\n" + cell.source + f"\nprint({token!r}, flush=True)"
         return nb, resources
 
 
 class SentinelVerify(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
+        import json
+
         token = resources.get("raylab_sentinel")
         if not token:
             return nb, resources
-        suffix = f"\nprint({token!r}, flush=True)"
+        prefix, suffix = _probe_line(token) + "\n", f"\nprint({token!r}, flush=True)"
+        state_token = token + "state"
         for cell in nb.cells:
             if not (cell.cell_type == "code" and utils.is_grade(cell)):
                 continue
+            if cell.source.startswith(prefix):
+                cell.source = cell.source[len(prefix):]
             if cell.source.endswith(suffix):
                 cell.source = cell.source[: -len(suffix)]
-            seen, outputs = False, []
+            seen, findings, outputs = False, [], []
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "stream" and token in out.get("text", ""):
-                    seen = True
-                    out["text"] = out["text"].replace(token + "\n", "").replace(token, "")
+                    kept = []
+                    for line in out["text"].splitlines(keepends=True):
+                        if line.startswith(state_token):
+                            try:
+                                findings += json.loads(line[len(state_token):])
+                            except ValueError:
+                                findings.append("an unreadable tamper report")
+                        elif line.strip() == token:
+                            seen = True
+                        else:
+                            kept.append(line.replace(token, ""))
+                    out["text"] = "".join(kept)
                     if not out["text"]:
                         continue
                 outputs.append(out)
             failed = any(o.get("output_type") == "error" for o in outputs)
+            if findings:
+                outputs.insert(0, nbformat.v4.new_output(
+                    "stream", name="stdout", text=STATE_LINE + "; ".join(findings) + "\n"))
             if not seen and not failed:
                 outputs.append(nbformat.v4.new_output(
                     "error", ename="TestCellTampered",
@@ -96,3 +157,38 @@ class SentinelVerify(NbGraderPreprocessor):
                     traceback=["TestCellTampered: the test cell did not run to completion"]))
             cell.outputs = outputs
         return nb, resources
+
+
+class CapOutputBytes(NbGraderPreprocessor):
+    """Cap each cell's outputs in bytes (nbgrader's LimitOutput counts lines: one 64 MiB line
+    passed it and made a 67 MB feedback page). Text beyond the cap is cut with a note; a rich
+    output (an image, HTML) that alone exceeds it is replaced by a note."""
+
+    max_bytes = 200_000
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code":
+            return cell, resources
+        budget, outputs = self.max_bytes, []
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream":
+                text = out.get("text", "")
+                size = len(text.encode("utf-8", "replace"))
+                if size > budget:
+                    cut = text.encode("utf-8", "replace")[:max(budget, 0)].decode("utf-8", "ignore")
+                    out["text"] = cut + f"\n[output cut: {size - len(cut.encode())} more bytes]\n"
+                    size = len(cut.encode())
+                budget -= size
+            elif kind in ("display_data", "execute_result"):
+                size = sum(len(str(v)) for v in out.get("data", {}).values())
+                if size > max(budget, 0):
+                    out["data"] = {"text/plain": f"[output of {size} bytes left out]"}
+                    size = 0
+                budget -= size
+            elif kind == "error":
+                out["evalue"] = out.get("evalue", "")[:4000]
+                out["traceback"] = [line[:4000] for line in out.get("traceback", [])[:100]]
+            outputs.append(out)
+        cell.outputs = outputs
+        return cell, resources

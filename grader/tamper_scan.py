@@ -28,6 +28,8 @@ import ast
 import builtins
 import json
 
+STATE_LINE = "[grader] registered before this test cell ran: "  # grader/nbgrader_ext.py writes it
+
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "pinfo", "pinfo2", "who", "whos", "pwd", "env"}
 RISKY_MODULES = {"IPython", "ipykernel", "jupyter_client", "zmq", "traitlets", "nbgrader", "ctypes",
                  "marshal", "importlib", "builtins", "__builtin__", "gc", "inspect", "dill",
@@ -187,8 +189,9 @@ def output_flags(autograded_text: str) -> list[str]:
         for o in cell.get("outputs", []):
             if o.get("output_type") == "error" and o.get("ename") == "TestCellTampered":
                 out.append(f"test cell {grade_id} tampered with")
-        for finding in cell.get("metadata", {}).get("raylab_state", []):
-            out.append(f"test cell {grade_id}: {finding}")
+            if o.get("output_type") == "stream" and o.get("text", "").startswith(STATE_LINE):
+                findings = o["text"][len(STATE_LINE):].strip()
+                out.append(f"test cell {grade_id}: {STATE_LINE.replace('[grader] ', '')}{findings}")
     flags_fb = [f for f in out if "tampered" in f] + [f for f in out if "tampered" not in f]
     return list(dict.fromkeys(flags_fb))
 
