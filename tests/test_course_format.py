@@ -150,3 +150,46 @@ def test_exercises_are_independent(lab):
             shared = (used & names) - defined[answer] - {"ray", "os", "torch", "np", "raylab", "time",
                                                           "tempfile", "json", "Path", "math", "platform"}
             assert not shared, f"{answer} uses {sorted(shared)} defined by {other}"
+
+
+# The header line every lab states (issue 16): the learner's time and the machine's, both numbers.
+TIME_LINE = re.compile(
+    r"^\*\*Your time:\*\* about (\d+(?:\.\d+)?) (?:minutes|hours?) \(reading and exercises\)\. "
+    r"\*\*Machine time:\*\* about (\d+(?:\.\d+)?) (?:s|minutes?) on 2 CPU cores\.$", re.MULTILINE)
+CLAIM_ID = re.compile(r"\bC\d{2}\b")
+AUTHORS_WORDS = re.compile(r"claims you will check|\bchapters?\b", re.IGNORECASE)
+
+
+def _learner_markdown(lab):
+    return [c for c in _nb(course.release_path(lab)).cells if c.cell_type == "markdown"]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_learner_header_states_learner_time_and_machine_time(lab):
+    first = _learner_markdown(lab)[0]
+    found = TIME_LINE.search(first.source)
+    assert found, (f"{lab}: the first markdown cell needs one line like '**Your time:** about 40 "
+                   "minutes (reading and exercises). **Machine time:** about 15 s on 2 CPU cores.'")
+    assert float(found.group(1)) > 0 and float(found.group(2)) > 0
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_learner_prose_has_no_claim_ids_or_authoring_words(lab):
+    """Traceability (claim ids, the source it came from) lives in cell tags and grader/claims.yaml,
+    never in what a learner reads."""
+    for cell in _learner_markdown(lab):
+        gid = _meta(cell).get("grade_id", cell.get("id"))
+        assert not CLAIM_ID.search(cell.source), f"{lab}/{gid}: claim id {CLAIM_ID.search(cell.source)[0]}"
+        assert not AUTHORS_WORDS.search(cell.source), \
+            f"{lab}/{gid}: {AUTHORS_WORDS.search(cell.source)[0]!r} in learner prose"
+
+
+def test_learner_prose_checks_can_fail():
+    """The two checks above reject what they are meant to reject."""
+    assert TIME_LINE.search("# 00 · x\n\n**Your time:** about 40 minutes (reading and exercises). "
+                            "**Machine time:** about 15 s on 2 CPU cores.\n")
+    assert not TIME_LINE.search("**Time:** about 3 minutes on 2 CPU cores.")
+    assert not TIME_LINE.search("**Your time:** about minutes (reading and exercises). "
+                                "**Machine time:** about 15 s on 2 CPU cores.")
+    assert CLAIM_ID.search("- **C05** the Trainer") and not CLAIM_ID.search("C100 or EC2 or C5")
+    assert AUTHORS_WORDS.search("## Claims you will check") and AUTHORS_WORDS.search("the Chapter")
