@@ -108,3 +108,80 @@ def test_ray_default_gpu_request_has_no_cpu():
 
     assert ScalingConfig(num_workers=2, use_gpu=True).total_resources == {"GPU": 2.0}
     assert ScalingConfig(num_workers=2).total_resources == {"CPU": 2.0}
+
+
+# --- deciding from the cluster, not from the driver (issue 12, item 7) -------------------------
+
+def test_cluster_gpus_counts_whole_logical_gpus():
+    assert devices.cluster_gpus({"CPU": 8.0}) == 0
+    assert devices.cluster_gpus({"CPU": 8.0, "GPU": 4.0}) == 4
+    assert devices.cluster_gpus({"GPU": 2.5}) == 2  # one worker per GPU needs whole GPUs
+    assert devices.cluster_gpus({"GPU": 0.9999999999}) == 1  # float sums of fractions
+
+
+def test_plan_from_cluster_uses_the_clusters_gpus_for_cuda_and_non_cuda_inputs():
+    gpu = devices.plan_from_cluster({"CPU": 12.0, "GPU": 4.0, "memory": 1e10})
+    assert (gpu.use_gpu, gpu.backend, gpu.num_workers, gpu.resources_per_worker) == (True, "nccl", 4, {"GPU": 1})
+    assert gpu.reason.startswith("the cluster offers 4 GPU(s)")
+    cpu = devices.plan_from_cluster({"CPU": 2.0, "object_store_memory": 1e8})
+    assert (cpu.use_gpu, cpu.backend, cpu.num_workers) == (False, "gloo", 2)
+    assert cpu.reason.startswith("the cluster offers no GPU")
+    forced = devices.plan_from_cluster({"CPU": 8.0, "GPU": 2.0}, force_cpu=True, num_workers=2)
+    assert (forced.use_gpu, forced.backend) == (False, "gloo") and "CPU forced" in forced.reason
+    with pytest.raises(ValueError, match="one worker per GPU"):
+        devices.plan_from_cluster({"GPU": 1.0}, num_workers=2)
+
+
+def test_driver_view_warning_names_both_disagreements():
+    assert "would train on CPU" in devices.driver_view_warning(False, {"CPU": 4.0, "GPU": 4.0})
+    assert "cannot give" in devices.driver_view_warning(True, {"CPU": 4.0})
+    assert devices.driver_view_warning(False, {"CPU": 4.0}) == ""
+    assert devices.driver_view_warning(True, {"GPU": 1.0}) == ""
+
+
+def test_detect_cluster_needs_a_running_cluster():
+    import ray
+
+    if ray.is_initialized():
+        pytest.skip("a cluster is running in this process")
+    with pytest.raises(RuntimeError, match="ray.init"):
+        devices.detect_cluster()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_cpu_only_head_with_a_gpu_node_driver_view_says_cpu_cluster_view_says_gpu():
+    """Lab 07's layout on one machine: a head without GPUs (the driver's node) and a second node
+    that registers 2 GPUs. The GPUs are logical (Ray counts what a node registers; no CUDA here),
+    which is all the decision reads: the driver's torch sees no CUDA, the cluster offers 2 GPUs,
+    and a 1-GPU task is placed on the GPU node, where Ray assigns it a GPU id."""
+    import ray
+    import torch
+    from ray.cluster_utils import Cluster
+
+    if torch.cuda.is_available():
+        pytest.skip("the driver has CUDA here: the CPU-only head cannot be shown")
+    assert not ray.is_initialized()
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "num_gpus": 0, "include_dashboard": False})
+    try:
+        gpu_node = cluster.add_node(num_cpus=1, num_gpus=2)
+        ray.init(address=cluster.address, log_to_driver=False)
+        resources = ray.cluster_resources()
+        assert devices.cluster_gpus(resources) == 2
+
+        driver_plan = devices.detect()  # torch.cuda.is_available() on the driver's machine
+        cluster_plan = devices.detect_cluster()
+        assert (driver_plan.use_gpu, driver_plan.backend) == (False, "gloo")
+        assert (cluster_plan.use_gpu, cluster_plan.backend, cluster_plan.num_workers) == (True, "nccl", 2)
+        assert "would train on CPU" in devices.driver_view_warning(False, resources)
+
+        @ray.remote(num_gpus=1, num_cpus=0)
+        def where():
+            return ray.get_runtime_context().get_node_id(), ray.get_gpu_ids()
+
+        node_id, gpu_ids = ray.get(where.remote(), timeout=120)
+        assert node_id == gpu_node.node_id and len(gpu_ids) == 1
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -1,9 +1,16 @@
 """Which device, which collective backend and which ``ScalingConfig`` a DDP run should use.
 
-The labs run the same training code on a laptop (CPU, gloo) and on a GPU machine (CUDA, NCCL). The
-decision is made here, by pure functions that take "is CUDA there, how many GPUs" as *inputs*, so
-the CUDA branches are unit-tested on a CPU-only machine (``tests/test_devices.py``); :func:`detect`
-feeds them what PyTorch sees on this machine.
+The labs run the same training code on a laptop (CPU, gloo) and on a GPU cluster (CUDA, NCCL). The
+decision is made here, by pure functions that take "are there GPUs, how many" as *inputs*, so
+the CUDA branches are unit-tested on a CPU-only machine (``tests/test_devices.py``).
+
+Where the answer comes from matters. The workers run wherever Ray places them, so the question is
+"does the *cluster* offer GPUs?": :func:`cluster_gpus` reads ``ray.cluster_resources()["GPU"]``
+(logical GPUs of every node, as the raylets registered them) and :func:`plan_from_cluster` plans
+from it. ``torch.cuda.is_available()`` (:func:`detect`) only describes the driver's machine: on a
+cluster whose head has no GPU (lab 07's layout) it says "no CUDA" and the run would silently train
+on CPU. The driver's view is enough only when driver and workers share one machine (a laptop, a
+single GPU box started with ``ray.init()``).
 
 The backend rule mirrors Ray 2.58.0's own (``ray/train/torch/config.py``, ``_TorchBackend.on_start``):
 when ``TorchConfig(backend=None)``, Ray picks ``"nccl"`` if each worker holds at least one GPU,
@@ -12,7 +19,7 @@ when ``TorchConfig(backend=None)``, Ray picks ``"nccl"`` if each worker holds at
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 CPU_BACKEND = "gloo"
 GPU_BACKEND = "nccl"
@@ -93,9 +100,59 @@ def scaling_plans(cuda_available: bool, gpu_count: int, counts=(1, 2)) -> list[D
     return plans
 
 
+def cluster_gpus(resources: dict) -> int:
+    """Whole GPUs in a ``ray.cluster_resources()`` dict (0 when the key is absent).
+
+    Ray counts *logical* GPUs: what each node registered (detected, or ``--num-gpus`` /
+    ``ray.init(num_gpus=...)``), summed over the nodes. One Train worker per GPU needs whole GPUs,
+    so a fraction left over (``{"GPU": 2.5}``) does not count.
+    """
+    return int(float(resources.get("GPU", 0)) + 1e-9)
+
+
+def plan_from_cluster(resources: dict, *, num_workers: int | None = None, cpu_workers: int = 2,
+                      force_cpu: bool = False) -> DevicePlan:
+    """:func:`plan_devices` from what the cluster offers (a ``ray.cluster_resources()`` dict)."""
+    gpus = cluster_gpus(resources)
+    plan = plan_devices(gpus > 0, gpus, num_workers=num_workers, cpu_workers=cpu_workers,
+                        force_cpu=force_cpu)
+    where = f"the cluster offers {gpus} GPU(s)" if gpus else "the cluster offers no GPU"
+    if force_cpu:
+        where += ", CPU forced"
+    return replace(plan, reason=f"{where}: {plan.reason.split(': ', 1)[-1]}")
+
+
+def driver_view_warning(driver_cuda: bool, resources: dict) -> str:
+    """A sentence when deciding from the driver's ``torch.cuda.is_available()`` would be wrong
+    for this cluster; ``""`` when both views agree."""
+    gpus = cluster_gpus(resources)
+    if gpus and not driver_cuda:
+        return (f"the driver sees no CUDA device but the cluster offers {gpus} GPU(s): "
+                "use_gpu=torch.cuda.is_available() would train on CPU")
+    if driver_cuda and not gpus:
+        return ("the driver sees a CUDA device but the cluster offers no GPU: "
+                "use_gpu=True would wait for GPUs that Ray cannot give")
+    return ""
+
+
+def detect_cluster(*, num_workers: int | None = None, cpu_workers: int = 2,
+                   force_cpu: bool = False) -> DevicePlan:
+    """:func:`plan_from_cluster` for the cluster this driver is connected to (``ray.init`` first)."""
+    import ray
+
+    if not ray.is_initialized():
+        raise RuntimeError("detect_cluster() asks the running cluster: call ray.init() "
+                           "(or raylab.setup()) first")
+    return plan_from_cluster(ray.cluster_resources(), num_workers=num_workers,
+                             cpu_workers=cpu_workers, force_cpu=force_cpu)
+
+
 def detect(*, num_workers: int | None = None, cpu_workers: int = 2,
            force_cpu: bool = False) -> DevicePlan:
-    """:func:`plan_devices` for this machine (asks PyTorch what it sees)."""
+    """:func:`plan_devices` for the driver's machine (asks PyTorch what it sees here).
+
+    Right only when the workers run on this machine too; on a cluster use :func:`detect_cluster`.
+    """
     import torch
 
     available = bool(torch.cuda.is_available())
