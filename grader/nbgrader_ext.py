@@ -77,8 +77,9 @@ for ev, cbs in ip.events.callbacks.items():
     for cb in cbs:
         if not str(getattr(cb, '__module__', '') or '').startswith(ok): f.append('an event hook (' + ev + ')')
 if ip.custom_exceptions: f.append('a custom exception handler')
-for m in ('showtraceback', 'run_cell', 'run_ast_nodes', 'run_code', 'transform_cell', '_showtraceback'):
-    if m in vars(ip): f.append('a patched shell method (' + m + ')')
+for m in ('showtraceback', '_showtraceback', 'run_cell', 'run_ast_nodes', 'run_code', 'transform_cell'):
+    v = vars(ip).get(m)
+    if v is not None and not str(getattr(v, '__module__', '') or '').startswith(ok): f.append('a patched shell method (' + m + ')')
 if sys.gettrace() or sys.getprofile(): f.append('a tracer')
 for n in ('print', 'isinstance', 'len', 'abs', 'round', 'sum', 'min', 'max', 'all', 'any', 'sorted',
           'float', 'int', 'str', 'repr', 'hasattr', 'getattr', 'type', 'set', 'list', 'dict', 'range',
