@@ -2,6 +2,7 @@
 answer away, and the per-question export from a real autograded gradebook."""
 import ast
 import csv
+import json
 import io
 import os
 import re
@@ -268,3 +269,58 @@ def test_the_blind_check_would_catch_a_biased_key():
     assert best[str] == (14, "B") and best[bool] == (9, False) and best["number"] == (4, 0)
     assert sum(p for p, _ in best.values()) > BLIND_LIMIT * sum(p for *_, p in QUESTIONS)
 
+
+
+# The numeric answers the quiz keys, measured on Ray 2.58.0 (the quiz cites no other source for them).
+
+def test_q10_elastic_total_resources_use_the_maximum_worker_count():
+    from ray.train import ScalingConfig
+
+    assert ScalingConfig(num_workers=(2, 5), resources_per_worker={"CPU": 3}).total_resources["CPU"] == 15
+
+
+@pytest.mark.slow
+def test_q05_q15_batches_per_rank_and_attempts_of_a_failing_run(train_cluster, tmp_path):
+    """Q5: 600 samples, 3 workers, batch_size=20 -> 10 batches on every rank (the batch size is per
+    worker, the samples are split). Q15: max_failures=2 and a bug on every attempt -> the training
+    function starts 3 times before fit() raises."""
+    import ray.train
+    import torch
+    from ray.train.torch import TorchTrainer, prepare_data_loader
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def count_batches(config):
+        import json
+        import os
+
+        loader = prepare_data_loader(DataLoader(TensorDataset(torch.arange(600.0)), batch_size=20, shuffle=True),
+                                     move_to_device=False)
+        counts = {"batches": sum(1 for _ in loader), "seen": sum(len(b[0]) for b in loader)}
+        rank = ray.train.get_context().get_world_rank()
+        with open(os.path.join(config["out"], f"rank{rank}.json"), "w") as f:
+            json.dump(counts, f)
+
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    TorchTrainer(
+        count_batches, train_loop_config={"out": str(counts)},
+        scaling_config=ray.train.ScalingConfig(num_workers=3, resources_per_worker={"CPU": 0.5}),
+        run_config=ray.train.RunConfig(name="q05", storage_path=str(tmp_path))).fit()
+    per_rank = {p.stem: json.loads(p.read_text()) for p in counts.iterdir()}
+    assert per_rank == {f"rank{r}": {"batches": 10, "seen": 200} for r in range(3)}
+
+    starts = tmp_path / "starts"
+    starts.mkdir()
+
+    def buggy(config):
+        import tempfile
+
+        tempfile.NamedTemporaryFile(dir=config["starts"], delete=False).close()
+        raise ValueError("a bug at step 5 of every attempt")
+
+    with pytest.raises(ray.train.TrainingFailedError):
+        TorchTrainer(buggy, train_loop_config={"starts": str(starts)},
+                     scaling_config=ray.train.ScalingConfig(num_workers=1),
+                     run_config=ray.train.RunConfig(name="q15", storage_path=str(tmp_path),
+                                                    failure_config=ray.train.FailureConfig(max_failures=2))).fit()
+    assert len(list(starts.iterdir())) == 3
