@@ -2,17 +2,27 @@
 
 - C09 (lab 02): an elastic run that loses a worker ends with ``WorkerGroupError`` under the default
   ``FailureConfig`` (``max_failures=0``); with ``max_failures=1`` Ray Train starts a new group and
-  the run finishes. Source: the controller hands every worker-group error to the failure policy
-  whatever the scaling mode (``ray/train/v2/_internal/execution/controller/controller.py``,
-  ``_step``, RunningState branch), which counts it against ``max_failures``
-  (``.../execution/failure_handling/default.py``, ``make_decision``); only then does the elastic
-  policy size the next group from the cluster's nodes
-  (``.../execution/scaling_policy/elastic.py``, ``make_decision_for_non_running_worker_group``).
-- C36 (lab 06): a Train run lives in ``<storage_path>/<name>`` (``ray/train/v2/api/config.py``
-  passes ``experiment_dir_name=self.name``; ``.../execution/storage.py``, ``experiment_fs_path``),
-  so only the pair must be unique: the same name under another storage path starts fresh, the same
-  pair resumes.
-- C37 (lab 06): ``TuneReportCallback`` and ``ray.train.UserCallback`` are DeveloperAPI in 2.58.0.
+  the run finishes. Source (paths under ``ray/train/v2/_internal/execution/``): the controller
+  hands every worker-group error to the failure policy whatever the scaling mode
+  (``controller/controller.py:679``, ``_step``, RunningState), which counts it against
+  ``max_failures`` (``failure_handling/default.py:119-127``); only after a RETRY does the elastic
+  policy size the next group from the cluster's nodes, between min and max workers
+  (``scaling_policy/elastic.py:161-192``). On one machine the lost worker's CPU comes back at once,
+  so the new group has 2 workers again; a smaller group needs a lost node, which one machine
+  cannot show.
+  Seen once while writing the demo (not asserted here): a worker that exits in the instant its
+  training function is launched, before the group counts as running, surfaces as a non-retryable
+  ``ControllerError`` wrapping ``ActorDiedError`` (the ``ray.get`` of ``run_train_fn`` in
+  ``worker_group/worker_group.py:388-393`` is outside the ``RayActorError`` conversion), and the
+  next run on that cluster could not place its workers. The lab's worker therefore dies after its
+  first report.
+- C36 (lab 06): a Train run lives in ``<storage_path>/<name>`` (``ray/train/v2/api/config.py:532``
+  passes ``experiment_dir_name=self.name``; ``.../execution/storage.py:513-520``,
+  ``experiment_fs_path``), so only the pair must be unique: the same name under another storage
+  path starts fresh, the same pair resumes.
+- C37 (lab 06): ``TuneReportCallback`` (``ray/tune/integration/ray_train.py:13``) and
+  ``ray.train.UserCallback`` (``ray/train/v2/api/callback.py:15``) are ``@DeveloperAPI`` in 2.58.0,
+  and ``ray.train.RunConfig``'s docstring marks ``callbacks`` the same (``config.py:434``).
 - Lab 05 ``build_tuner``: the test cell judges the concurrency limit by the trials' measured
   overlap, so every spelling Tune honours passes and a limit Tune ignores fails.
 """
