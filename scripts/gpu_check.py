@@ -176,6 +176,9 @@ def main(argv=None) -> int:
 
     import raylab.devices
 
+    # The driver's view is the right one here, and only here: this script starts its own local
+    # cluster on this machine, so the workers see the GPUs PyTorch sees. A driver connected to a
+    # remote cluster must ask the cluster instead (raylab.devices.detect_cluster, lab 08).
     cuda = bool(torch.cuda.is_available())
     gpus = int(torch.cuda.device_count()) if cuda else 0
     if not args.cpu and gpus == 0:
