@@ -338,6 +338,7 @@ HOG = ("import os\nresult = {}\n"
        "    if pid == 0:\n        import time; time.sleep(20); os._exit(0)\n"
        "    pids.append(pid)\n"
        "result['forks'] = len(pids)\n"
+       "for pid in pids:\n    os.kill(pid, 9); os.waitpid(pid, 0)\n"
        "print('HOG', result, flush=True)\n"
        "import subprocess, sys\n"  # in a child: the kernel itself must live on to report
        "hog = subprocess.run([sys.executable, '-c', 'b = bytearray(1536 << 20); print(len(b))'])\n"
@@ -367,9 +368,10 @@ def test_ray_distributed_grading_keeps_the_same_guarantees(probe_course, tmp_pat
     from ray.cluster_utils import Cluster
 
     monkeypatch.setenv("LMS_API_TOKEN", SECRET)
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    cluster.add_node(num_cpus=2)
-    try:
+    cluster = Cluster()
+    try:  # a head that fails to start (a loaded machine) must not leak its processes
+        cluster.add_node(num_cpus=2, include_dashboard=False)
+        cluster.add_node(num_cpus=2)
         subs = _snoop_class(probe_course)
         subs["transformer"] = _submission(probe_course, TRANSFORMER)
         grader = _grade(probe_course, tmp_path, subs, address=cluster.address)
