@@ -98,6 +98,74 @@ def test_c09_elastic_run_ends_on_a_lost_worker_unless_retries_are_allowed(train_
     assert result.return_value == 2  # the new group was sized from the cluster: both CPUs are back
 
 
+
+# Two one-CPU nodes simulated on this machine (ray.cluster_utils.Cluster, in a child process so the
+# module's cluster is not touched); the driver removes the node of one worker while the 2-worker
+# group runs.
+_LOST_NODE_SNIPPET = r'''import json, os, tempfile, threading, time
+import ray, ray.train
+from ray.cluster_utils import Cluster
+from ray.train import FailureConfig, RunConfig, ScalingConfig
+from ray.train.torch import TorchTrainer
+
+STORE = 80 * 1024 * 1024
+cluster = Cluster(initialize_head=True, head_node_args=dict(num_cpus=1, object_store_memory=STORE, include_dashboard=False))
+worker_node = cluster.add_node(num_cpus=1, object_store_memory=STORE)
+ray.init(address=cluster.address, logging_level="ERROR")
+cluster.wait_for_nodes()
+folder = tempfile.mkdtemp()
+
+def train_fn(config):
+    import os, time, ray, ray.train
+    ctx = ray.train.get_context()
+    node = ray.get_runtime_context().get_node_id()
+    open(os.path.join(config["folder"], f"{ctx.get_world_size()}-{ctx.get_world_rank()}-{node}"), "w").close()
+    ray.train.report({"world": ctx.get_world_size()})
+    if ctx.get_world_size() == 2:
+        time.sleep(300)  # the first group waits here until its second node goes away
+    return ctx.get_world_size()
+
+out = {}
+def fit():
+    try:
+        r = TorchTrainer(train_fn, train_loop_config={"folder": folder},
+                         scaling_config=ScalingConfig(num_workers=(1, 2)),
+                         run_config=RunConfig(name="shrink", storage_path=tempfile.mkdtemp(),
+                                              failure_config=FailureConfig(max_failures=1))).fit()
+        out["world"] = r.return_value
+    except Exception as e:
+        out["error"] = repr(e)[:300]
+t = threading.Thread(target=fit); t.start()
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline and len([f for f in os.listdir(folder) if f.startswith("2-")]) < 2:
+    time.sleep(0.2)
+print("started:", sorted(os.listdir(folder)), flush=True)
+cluster.remove_node(worker_node)
+print("removed worker node", worker_node.node_id, flush=True)
+t.join(timeout=180)
+print("SHRINK_JSON", json.dumps({"out": out, "files": sorted(os.listdir(folder)), "worker_node": worker_node.node_id}), flush=True)
+ray.shutdown(); cluster.shutdown()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(700)
+def test_c09_elastic_retry_sizes_the_new_group_from_the_nodes_left():
+    import json
+
+    from raylab.sandbox import run_snippet
+
+    res = run_snippet(_LOST_NODE_SNIPPET, timeout_s=600,
+                      env={"RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "60"})
+    lines = [line for line in res.stdout.splitlines() if line.startswith("SHRINK_JSON ")]
+    assert lines, f"no report (rc={res.returncode}, timed out={res.timed_out}):\n{res.tail(30, 'stderr')}"
+    report = json.loads(lines[0].split(" ", 1)[1])
+    first_group = [f for f in report["files"] if f.startswith("2-")]
+    assert len(first_group) == 2, report  # the 2-worker group ran before the node went away
+    assert report["out"] == {"world": 1}, report  # the retry started 1 worker, on the node left
+    assert [f for f in report["files"] if f.startswith("1-")], report
+
+
 def _count_starts(config):
     import tempfile
 
