@@ -72,14 +72,16 @@ if names != ['leading_empty_lines', 'leading_indent', 'PromptStripper', 'PromptS
     f.append('an input transformer (cleanup)')
 if ip.input_transformers_post: f.append('an input transformer')
 if ip.ast_transformers: f.append('an AST transformer')
-ok = ('IPython', 'ipykernel', 'matplotlib', 'matplotlib_inline', 'ipywidgets', 'comm')
+main = sys.modules['__main__'].__dict__
+def notebook_code(obj):  # defined in the notebook (or a bare builtin), not by an installed package
+    return str(getattr(obj, '__module__', '') or '') in ('', '__main__', '__mp_main__', 'builtins')
 for ev, cbs in ip.events.callbacks.items():
     for cb in cbs:
-        if not str(getattr(cb, '__module__', '') or '').startswith(ok): f.append('an event hook (' + ev + ')')
-if ip.custom_exceptions: f.append('a custom exception handler')
+        if notebook_code(cb): f.append('an event hook (' + ev + ')')
+if ip.custom_exceptions and notebook_code(getattr(ip.CustomTB, '__func__', ip.CustomTB)): f.append('a custom exception handler')
 for m in ('showtraceback', '_showtraceback', 'run_cell', 'run_ast_nodes', 'run_code', 'transform_cell'):
     v = vars(ip).get(m)
-    if v is not None and not str(getattr(v, '__module__', '') or '').startswith(ok): f.append('a patched shell method (' + m + ')')
+    if v is not None and notebook_code(getattr(v, '__func__', v)): f.append('a patched shell method (' + m + ')')
 if sys.gettrace() or sys.getprofile(): f.append('a tracer')
 for n in ('print', 'isinstance', 'len', 'abs', 'round', 'sum', 'min', 'max', 'all', 'any', 'sorted',
           'float', 'int', 'str', 'repr', 'hasattr', 'getattr', 'type', 'set', 'list', 'dict', 'range',
@@ -87,7 +89,7 @@ for n in ('print', 'isinstance', 'len', 'abs', 'round', 'sum', 'min', 'max', 'al
     if not isinstance(getattr(builtins, n, None), (types.BuiltinFunctionType, type)): f.append('a replaced builtin (' + n + ')')
 for name, mod in list(sys.modules.items()):
     d = getattr(mod, '__dict__', None)
-    if name == '__main__' or not isinstance(d, dict): continue
+    if name in ('__main__', '__mp_main__') or d is main or not isinstance(d, dict): continue
     for k, v in list(d.items()):
         if isinstance(v, types.FunctionType) and getattr(v, '__module__', None) == '__main__':
             f.append('a module function replaced by notebook code (' + name + '.' + k + ')')

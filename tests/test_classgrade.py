@@ -178,9 +178,10 @@ def test_distributed_grading_on_a_multi_node_ray_cluster(tmp_path):
 
     subs, out = tmp_path / "submitted", tmp_path / "out"
     synthetic.build(subs, LAB, {"ada": "solution", "bob": "untouched"})
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    cluster.add_node(num_cpus=2)
-    try:
+    cluster = Cluster()
+    try:  # a head that fails to start (a loaded machine) must not leak its processes
+        cluster.add_node(num_cpus=2, include_dashboard=False)
+        cluster.add_node(num_cpus=2)
         grader = classgrade.ClassGrader(subs, out, workers=2, address=cluster.address, timeout_s=400,
                                         labs=[LAB], cell_timeout_s=90)
         start = time.monotonic()
