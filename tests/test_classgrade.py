@@ -42,6 +42,7 @@ def _cmd(subs, out):
 def graded_class(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
     subs, out = base / "submitted", base / "out"
+    started = time.time()
     synthetic.build(subs, LAB, CLASS, paths={"solutions": course.SOLUTIONS, "root": course.ROOT,
                                              "submissions": subs, "out": out})
     env = dict(os.environ, PYTHONPATH=str(course.ROOT), PYTHONUNBUFFERED="1")
@@ -65,7 +66,8 @@ def graded_class(tmp_path_factory):
     # Third run: nothing to do.
     third = subprocess.run(_cmd(subs, out), cwd=course.ROOT, env=env, capture_output=True, text=True,
                            timeout=600)
-    return {"subs": subs, "out": out, "first": "".join(first_log), "interrupted": state_after_interrupt,
+    return {"subs": subs, "out": out, "window": (started, time.time()),
+            "first": "".join(first_log), "interrupted": state_after_interrupt,
             "second": second, "third": third, "state": state}
 
 
@@ -110,17 +112,20 @@ def test_each_submission_is_graded_or_flagged_with_a_reason(graded_class):
 
 def test_no_process_of_any_submission_is_left(graded_class):
     """Sandboxed, a submission's processes run as a leased uid (grader/isolation.py UID_BASE...)
-    and die with its PID namespace; unsandboxed, they carry the grader's run id."""
+    and die with its PID namespace; unsandboxed, they carry the grader's run id. (Other gradings
+    on this machine lease uids too: only processes started while this class was graded count.)"""
     import psutil
 
     low, high = isolation.UID_BASE, isolation.UID_BASE + isolation.UID_SLOTS
+    start, end = graded_class["window"]
     leftovers = []
-    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
+    for proc in psutil.process_iter(["pid", "cmdline", "uids", "create_time"]):
         try:
             env = proc.environ()
         except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
-        if low <= proc.info["uids"].real < high or env.get("RAYLAB_SCRATCH", "").startswith("/tmp/rg-"):
+        ours = start <= proc.info["create_time"] <= end
+        if ours and (low <= proc.info["uids"].real < high or env.get("RAYLAB_SCRATCH", "").startswith("/tmp/rg-")):
             leftovers.append(proc.info)
     assert not leftovers
     kai = graded_class["state"][f"kai/{LAB}"]
