@@ -22,8 +22,13 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 setup: $(STAMP)  ## create the virtual environment and install the pinned packages
 
-lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT))
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+# RAYLAB_RAY_AUTH=token: Ray's token authentication for every lab's cluster. Ray reads
+# RAY_AUTH_MODE when it is imported, so it goes in JupyterLab's environment (kernels inherit it),
+# with a token file only its owner can read (raylab.cluster.use_token_auth).
+AUTH_ENV = $(if $(filter token,$(RAYLAB_RAY_AUTH)),RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$$($(BIN)/python -c 'from raylab.cluster import use_token_auth; print(use_token_auth())')")
+
+lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAYLAB_RAY_AUTH=token for Ray token auth
+	$(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
 test: $(STAMP)  ## the whole test suite (what CI runs)

@@ -103,11 +103,16 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
                   **init_kwargs):
     """Start (or restart) the course's local Ray cluster and return ``ray.init``'s context.
 
-    The cluster listens on several TCP ports on every network interface and has no
-    authentication in Ray 2.58.0: on a shared network, run the labs behind a firewall or in a
-    container/VM. The grader runs each submission in a network namespace with loopback only.
+    The cluster listens on several TCP ports on every network interface and, by default, asks
+    for no authentication: on a shared network, run the labs behind a firewall or in a
+    container/VM, and set ``RAYLAB_RAY_AUTH=token`` to refuse clients without the token
+    (:func:`use_token_auth`). The grader runs each submission in a network namespace with
+    loopback only.
     """
     quiet = grading_mode() if quiet is None else quiet
+    if os.environ.get(TOKEN_AUTH_SWITCH, "").lower() == "token":
+        use_token_auth()
+        _require_token_mode()
     for key, value in FAST_LOCAL_TRAIN_ENV.items():
         os.environ.setdefault(key, value)
     if quiet:
@@ -140,6 +145,45 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
 
 
 START_ATTEMPTS = 2
+
+# Opt-in switch: RAYLAB_RAY_AUTH=token starts the course's clusters with Ray's token
+# authentication (tests/test_ray_auth.py measures what it refuses). Off by default: the labs
+# teach nothing that changes with it, and its cost was not measured on a quiet machine yet.
+TOKEN_AUTH_SWITCH = "RAYLAB_RAY_AUTH"
+
+
+def use_token_auth(token_path: str | os.PathLike | None = None) -> Path:
+    """Turn on Ray's token authentication for clusters this process starts or joins.
+
+    Ray reads ``RAY_AUTH_MODE`` from the environment only. The token goes in a file only its
+    owner can read: left to itself, ``ray.init`` writes ``~/.ray/auth_token`` with the process's
+    umask (0644 under the usual 022), readable by anyone who can enter the home folder.
+    """
+    import secrets
+
+    path = Path(token_path or os.environ.get("RAY_AUTH_TOKEN_PATH")
+                or Path.home() / ".ray" / "auth_token")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists() or not path.read_text().strip():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    os.chmod(path, 0o600)
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+    return path
+
+
+def _require_token_mode() -> None:
+    """Ray fixes its authentication mode when ``ray`` is first imported; a switch flipped later
+    would start a cluster whose own driver is refused. Say so instead."""
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    if get_authentication_mode() != AuthenticationMode.TOKEN:
+        raise RuntimeError(
+            "Token authentication must be on before Ray is imported: start JupyterLab with "
+            "`RAYLAB_RAY_AUTH=token make lab` (it exports RAY_AUTH_MODE=token), then restart "
+            "the kernel.")
 
 
 def descendant_pids() -> set[int]:
