@@ -27,8 +27,12 @@ setup: $(STAMP)  ## create the virtual environment and install the pinned packag
 # with a token file only its owner can read (raylab.cluster.use_token_auth).
 AUTH_ENV = $(if $(filter token,$(RAYLAB_RAY_AUTH)),RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$$($(BIN)/python -c 'from raylab.cluster import use_token_auth; print(use_token_auth())')")
 
+# Learners see learner tools only: nbgrader's Create Assignment, formgrader and course list are
+# switched off (page config and server extensions) for the JupyterLab that `make lab` starts.
+LEARNER_CONFIG := workshop/learner-jupyter-config
+
 lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAYLAB_RAY_AUTH=token for Ray token auth
-	$(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
 test: $(STAMP)  ## the whole test suite (what CI runs)
