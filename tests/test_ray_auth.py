@@ -92,15 +92,7 @@ def protected_cluster(tmp_path_factory):
         info.update(home=home, base=base, pid=head.pid)
         yield info
     finally:
-        family = psutil.Process(head.pid).children(recursive=True) if head.poll() is None else []
-        head.stdin.close()
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            head.kill()
-        from raylab.cluster import kill_processes
-
-        kill_processes([p for p in family if p.is_running()])
+        _stop_head(head)
 
 
 def _join(address, home, **env):
