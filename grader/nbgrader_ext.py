@@ -83,17 +83,25 @@ for m in ('showtraceback', '_showtraceback', 'run_cell', 'run_ast_nodes', 'run_c
     v = vars(ip).get(m)
     if v is not None and notebook_code(getattr(v, '__func__', v)): f.append('a patched shell method (' + m + ')')
 if sys.gettrace() or sys.getprofile(): f.append('a tracer')
+# Ray itself replaces print in the driver (tqdm_ray once worker logs arrive; Train's redirect in
+# workers): those exact functions are Ray's, not the learner's.
+rays = set()
+for mod_name, attr in (('ray.experimental.tqdm_ray', 'safe_print'),
+                       ('ray.train.v2._internal.logging.patch_print', 'redirected_print')):
+    fn = getattr(sys.modules.get(mod_name), attr, None)
+    if fn is not None: rays.add(id(fn))
 for n in ('print', 'isinstance', 'len', 'abs', 'round', 'sum', 'min', 'max', 'all', 'any', 'sorted',
           'float', 'int', 'str', 'repr', 'hasattr', 'getattr', 'type', 'set', 'list', 'dict', 'range',
           'zip', 'AssertionError', 'Exception', 'exec', '__import__'):
-    if not isinstance(getattr(builtins, n, None), (types.BuiltinFunctionType, type)): f.append('a replaced builtin (' + n + ')')
+    v = getattr(builtins, n, None)
+    if id(v) not in rays and not isinstance(v, (types.BuiltinFunctionType, type)): f.append('a replaced builtin (' + n + ')')
 for name, mod in list(sys.modules.items()):
     d = getattr(mod, '__dict__', None)
     if name in ('__main__', '__mp_main__') or d is main or not isinstance(d, dict): continue
     for k, v in list(d.items()):
         if isinstance(v, types.FunctionType) and getattr(v, '__module__', None) == '__main__':
             f.append('a module function replaced by notebook code (' + name + '.' + k + ')')
-print(TOKEN + json.dumps(sorted(set(f))[:8]), flush=True)
+sys.stdout.write(TOKEN + json.dumps(sorted(set(f))[:8]) + '\n'); sys.stdout.flush()  # print may be the learner's
 """
 
 

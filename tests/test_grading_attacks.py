@@ -73,6 +73,8 @@ def _submission(root: Path, answer: str | None, edit=None):
 
 
 RIGHT = "def double(x):\n    return x + x"
+# A right answer that stays busy long enough for a neighbour to find its kernel and kill it.
+SLOW_RIGHT = "import time\ntime.sleep(8)\n\n" + RIGHT
 WRONG = "def double(x):\n    return x * x"
 
 # --- isolation attacks ----------------------------------------------------------------------------
@@ -104,12 +106,15 @@ def cross():
 attempt('other_folders', cross)
 def kernels():
     mine, hit = os.getpid(), 0
-    for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != mine]:
-        try:
-            cwd, cmd = os.readlink('/proc/%s/cwd' % pid), open('/proc/%s/cmdline' % pid, 'rb').read()
-        except OSError: continue
-        if TOKEN in cwd and b'ipykernel' in cmd and cwd != os.getcwd():
-            os.kill(int(pid), signal.SIGKILL); hit += 1
+    for _ in range(40):  # the neighbour's kernel may still be starting
+        for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != mine]:
+            try:
+                cwd, cmd = os.readlink('/proc/%s/cwd' % pid), open('/proc/%s/cmdline' % pid, 'rb').read()
+            except OSError: continue
+            if TOKEN in cwd and b'ipykernel' in cmd and cwd != os.getcwd():
+                os.kill(int(pid), signal.SIGKILL); hit += 1
+        if hit: break
+        time.sleep(0.25)
     return 'killed %d' % hit
 attempt('other_kernels', kernels)
 def secrets():
@@ -180,7 +185,7 @@ def _snoop_class(root):
     key = root / "solutions" / LAB / f"{LAB}.ipynb"
     git = course.ROOT / ".git" / "HEAD"
     return {f"a-attacker-{TOKEN}": _submission(root, SNOOP.format(token=TOKEN, key=str(key), git=str(git))),
-            f"b-right-{TOKEN}": _submission(root, RIGHT),
+            f"b-right-{TOKEN}": _submission(root, SLOW_RIGHT),
             f"c-untouched-{TOKEN}": _submission(root, None)}
 
 
@@ -188,7 +193,7 @@ def _snoop_class(root):
 def solo(probe_course, tmp_path_factory):
     """Each victim graded alone, sandboxed: the grades the class runs must reproduce."""
     grader = _grade(probe_course, tmp_path_factory.mktemp("solo"),
-                    {"right": _submission(probe_course, RIGHT), "untouched": _submission(probe_course, None)},
+                    {"right": _submission(probe_course, SLOW_RIGHT), "untouched": _submission(probe_course, None)},
                     workers=1)
     return {"right": _score(grader, "right"), "untouched": _score(grader, "untouched")}
 

@@ -1,6 +1,8 @@
 """Fast tests of the grader's guards on in-memory notebooks (no kernel, no nbgrader run):
 copied cells, the tampering scan, feedback redaction, the byte cap, the in-kernel report."""
 import json
+import subprocess
+import sys
 
 import nbformat
 
@@ -112,3 +114,23 @@ def test_sentinel_verify_reads_the_report_and_flags_a_cell_that_stopped_early():
     assert kinds[2][1] == "TestCellTampered"  # no completion token: the cell stopped early
     flags = tamper_scan.output_flags(nbformat.writes(nb))
     assert any("tampered" in f for f in flags) and any("an input transformer" in f for f in flags)
+
+
+def _probe_report(setup: str) -> list:
+    """Run the in-kernel report in a real IPython shell after `setup`; return what it found."""
+    code = ("import json\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+            "ip = InteractiveShell.instance()\n"
+            f"ip.run_cell({setup!r})\n"
+            f"ip.run_cell({nbgrader_ext._probe_line('T')!r})\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    line = next(l for l in out.splitlines() if l.startswith("Tstate"))
+    return json.loads(line[len("Tstate"):])
+
+
+def test_in_kernel_report_accepts_rays_own_print_and_flags_a_learners():
+    # Ray swaps print for tqdm_ray.safe_print in the driver as soon as worker logs arrive.
+    assert _probe_report("from ray.experimental import tqdm_ray\ntqdm_ray.instance()") == []
+    assert "a replaced builtin (print)" in _probe_report("import builtins\nbuiltins.print = lambda *a, **k: None")
+    forged = ("import builtins\nfrom ray.experimental import tqdm_ray\n"
+              "tqdm_ray.safe_print = lambda *a, **k: None\nbuiltins.print = tqdm_ray.safe_print")
+    assert "a module function replaced by notebook code (ray.experimental.tqdm_ray.safe_print)" in _probe_report(forged)
