@@ -56,7 +56,7 @@ grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WOR
 bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader on N synthetic submissions
 	PYTHONPATH=. $(BIN)/python -m grader.bench_grading
 
-gpu-check: $(STAMP)  ## before a GPU workshop: run lab 08's DDP path on CUDA, print step times and backend
+gpu-check: $(STAMP)  ## before a GPU workshop: run lab 04's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py
 
 clean:  ## remove grading work files and scratch output (keeps the venv)

@@ -67,7 +67,7 @@ PASSED_PREFIXES = ("RAY_TRAIN_",)
 @dataclass(frozen=True)
 class Limits:
     """Per-submission limits. Memory covers the tmpfs folders too (their pages are charged to
-    the group). Lab 06, the heaviest, peaks at 4.9 GiB of Ray processes on 2 cores."""
+    the group). Lab 07, the heaviest, peaks at 4.9 GiB of Ray processes on 2 cores."""
     memory_bytes: int | None = 8 * GiB
     pids: int | None = 4096  # threads count: a raylet has ~50, each Ray worker 20-40
     disk_bytes: int = 2 * GiB  # home, work folder, /tmp (Ray's session logs live there)

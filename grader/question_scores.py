@@ -1,6 +1,6 @@
 """Per-question scores of one assignment, read from the nbgrader gradebook, as CSV.
 
-``python -m grader.question_scores 09_quiz`` writes one row per student in the gradebook and one
+``python -m grader.question_scores 10_quiz`` writes one row per student in the gradebook and one
 column per grade cell of the assignment (in the order of the solution notebook), then the total
 and the maximum. ``nbgrader export`` only gives totals per assignment; this is the table an
 instructor needs to see which quiz questions a class got wrong.
@@ -94,7 +94,7 @@ def to_csv(header: list[str], rows: list[list]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment", help="assignment id, e.g. 09_quiz")
+    parser.add_argument("assignment", help="assignment id, e.g. 10_quiz")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--grading-dir", help="folder holding gradebook.db")
     where.add_argument("--db", help="an nbgrader database URL (sqlite:///...)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ class Graded:
     scores: dict  # grade_id -> (score, max)
     errors: dict  # grade_id -> (ename, evalue) of the first error output in that cell
     mutated: dict = field(default_factory=dict)  # answer grade_id -> mutant name
+    failed_visibly: dict = field(default_factory=dict)  # grade_id -> the first failure is a visible line
 
 
 @dataclass
@@ -43,6 +45,50 @@ class RoundTrip:
     leftover_ray: list
     problems: list
     skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
+    visible: dict = field(default_factory=dict)  # answer grade_id -> [caught visibly, mutants]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CELL_LINE = re.compile(r"In\[\d+\], line (\d+)")
+HIDDEN_MARK = "BEGIN HIDDEN TESTS"
+# grader.nbgrader_ext.SentinelInject runs each test cell with one line (the tamper report) first.
+INJECTED_LINES = 1
+
+
+def failed_in_visible_part(source: str, traceback: list[str]) -> bool | None:
+    """Whether a test cell's error was raised by a line a learner's Validate also runs (above the
+    hidden-tests marker). None when the traceback names no line of the cell."""
+    for entry in traceback:
+        found = CELL_LINE.search(ANSI.sub("", entry))
+        if found:
+            line = int(found.group(1)) - 1 - INJECTED_LINES
+            lines = source.splitlines()
+            hidden_at = next((i for i, text in enumerate(lines) if HIDDEN_MARK in text), len(lines))
+            return 0 <= line < hidden_at
+    return None
+
+
+def _visible_failures(nb) -> dict:
+    found = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found[grade_id] = failed_in_visible_part(cell.source, out.get("traceback", []))
+                break
+    return found
+
+
+def visible_catch(graded: dict, exercises: dict) -> dict:
+    """answer grade_id -> [caught visibly, mutants] over every mutant round: a mutant is caught
+    visibly when one of its exercise's test cells failed on a line Validate runs too."""
+    counts = {}
+    for g in graded.values():
+        for answer, _name in g.mutated.items():
+            seen = counts.setdefault(answer, [0, 0])
+            seen[1] += 1
+            seen[0] += any(g.failed_visibly.get(t) for t in exercises[answer].tests)
+    return counts
 
 
 def _errors(nb) -> dict:
@@ -143,8 +189,10 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
             continue
         gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
         scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
-        errors = _errors(nbformat.reads(res["autograded"], as_version=4)) if res["autograded"] else {}
-        graded[student] = Graded(student, scores, errors, submissions[student][1])
+        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
+        errors = _errors(autograded) if autograded else {}
+        visible = _visible_failures(autograded) if autograded else {}
+        graded[student] = Graded(student, scores, errors, submissions[student][1], visible)
 
     auto = {g: s for g, s in graded.get("solution", Graded("", {}, {})).scores.items()
             if s[0] is not None or s[1]}
@@ -180,7 +228,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
                                     f"not a check (a crash is not proof the tests catch it){cause}")
     if not auto:
         problems.append("the lab has no autograded cells")
-    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped)
+    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
+                     visible_catch(graded, exercises))
 
 
 def report(rt: RoundTrip) -> str:
@@ -196,6 +245,11 @@ def report(rt: RoundTrip) -> str:
         for grade_id, (score, max_score) in g.scores.items():
             err = g.errors.get(grade_id)
             lines.append(f"      {grade_id:<34} {score}/{max_score}" + (f"  {err[0]}: {err[1][:90]!r}" if err else ""))
+    if rt.visible:
+        caught, total = (sum(v[i] for v in rt.visible.values()) for i in (0, 1))
+        lines.append(f"  visible catch rate: {caught}/{total} mutants ({100 * caught / max(total, 1):.0f} %) "
+                     "fail a check Validate runs")
+        lines += [f"      {answer:<34} {c}/{t}" for answer, (c, t) in rt.visible.items()]
     lines += [f"  PROBLEM: {p}" for p in rt.problems] or ["  OK: autograder right in both directions"]
     return "\n".join(lines)
 

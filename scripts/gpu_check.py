@@ -1,11 +1,11 @@
 #!/usr/bin/env python
-"""Before a GPU workshop: run lab 08's DDP training path on this machine's CUDA devices.
+"""Before a GPU workshop: run lab 04's DDP training path on this machine's CUDA devices.
 
     make gpu-check                      # or: .venv/bin/python scripts/gpu_check.py
     python scripts/gpu_check.py --workers 2 --epochs 3
     python scripts/gpu_check.py --cpu   # the same path on CPU (gloo, bfloat16): runs anywhere
 
-It starts a private local Ray cluster with the GPUs present, trains lab 08's MLP on the blobs data
+It starts a private local Ray cluster with the GPUs present, trains lab 04's MLP on the blobs data
 with ``TorchTrainer`` and one worker per GPU (float16 autocast with ``GradScaler``), and prints,
 from inside every worker, the backend ``torch.distributed.get_backend()`` reports, the device and
 the per-step times. It then checks that the backend is the expected one (NCCL on CUDA, gloo on
@@ -32,7 +32,7 @@ EXIT_OK, EXIT_FAILED, EXIT_NO_CUDA, EXIT_TIMEOUT = 0, 1, 2, 3
 
 
 def amp_settings(device_type: str) -> dict:
-    """Lab 08's mixed-precision plan: float16 + GradScaler on CUDA, bfloat16 without on CPU."""
+    """Lab 04's mixed-precision plan: float16 + GradScaler on CUDA, bfloat16 without on CPU."""
     import torch
 
     if device_type == "cuda":
@@ -41,7 +41,7 @@ def amp_settings(device_type: str) -> dict:
 
 
 def train_loop(config: dict):
-    """Lab 08's training path, run by every worker; rank 0 returns every rank's record."""
+    """Lab 04's training path, run by every worker; rank 0 returns every rank's record."""
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
 
     # The driver's view is the right one here, and only here: this script starts its own local
     # cluster on this machine, so the workers see the GPUs PyTorch sees. A driver connected to a
-    # remote cluster must ask the cluster instead (raylab.devices.detect_cluster, lab 08).
+    # remote cluster must ask the cluster instead (raylab.devices.detect_cluster, lab 04).
     cuda = bool(torch.cuda.is_available())
     gpus = int(torch.cuda.device_count()) if cuda else 0
     if not args.cpu and gpus == 0:

@@ -69,7 +69,7 @@ def test_tune_side():
     assert issubclass(TuneReportCallback, ray.train.UserCallback)
     assert {"metric", "mode", "max_concurrent_trials"} <= set(_params(tune.TuneConfig))
     assert tune.RunConfig is not ray.train.RunConfig
-    from ray.tune.schedulers import ASHAScheduler  # noqa: F401 - the scheduler lab 05 teaches
+    from ray.tune.schedulers import ASHAScheduler  # noqa: F401 - the scheduler lab 06 teaches
 
 
 def test_env_var_names_the_course_teaches_are_read_by_ray():

@@ -14,12 +14,12 @@ torch 2.13.0.
 * Item 16 (lab 01): ``RAY_TRAIN_V2_ENABLED`` counts as on only for ``1`` or ``true`` in any case
   (``ray/_common/utils.py`` ``env_bool``: ``val.lower() in ("true", "1")``); any other value set,
   ``yes`` or an empty string included, selects the legacy implementation.
-* Item 16 (lab 08): DDP broadcasts rank 0's buffers at the start of a forward only when the
+* Item 16 (lab 04): DDP broadcasts rank 0's buffers at the start of a forward only when the
   previous forward was a synchronised one (gradients on, outside ``no_sync``): torch 2.13.0's
   ``_check_sync_bufs_pre_fwd`` / ``will_sync_module_buffers`` read ``require_forward_param_sync``,
   which ``_post_forward`` sets to False after a forward under ``torch.no_grad()`` or ``no_sync()``
   (``torch/nn/parallel/distributed.py`` lines 1825-1841, 2375-2387).
-* Item 8 (lab 08): W workers reproduce one process only without batch statistics. With the lab's
+* Item 8 (lab 04): W workers reproduce one process only without batch statistics. With the lab's
   MLP plus ``BatchNorm1d``, 2 DDP workers end far from the one-process model (each rank normalises
   with its own half batch) and equal to the in-process "mean of the halves' losses" simulation the
   lab shows; without BatchNorm the same comparison is at float rounding.
@@ -197,7 +197,7 @@ def test_fix16_what_import_gives_for_a_value(value, expected):
     assert out.stdout.strip().splitlines()[-1] == expected
 
 
-# --- item 16 (lab 08): when DDP broadcasts buffers; item 8: BatchNorm breaks equivalence ---------
+# --- item 16 (lab 04): when DDP broadcasts buffers; item 8: BatchNorm breaks equivalence ---------
 
 def _buffers_and_batchnorm(config):
     import torch

@@ -16,14 +16,14 @@
   ``worker_group/worker_group.py:388-393`` is outside the ``RayActorError`` conversion), and the
   next run on that cluster could not place its workers. The lab's worker therefore dies after its
   first report.
-- C36 (lab 06): a Train run lives in ``<storage_path>/<name>`` (``ray/train/v2/api/config.py:532``
+- C36 (lab 07): a Train run lives in ``<storage_path>/<name>`` (``ray/train/v2/api/config.py:532``
   passes ``experiment_dir_name=self.name``; ``.../execution/storage.py:513-520``,
   ``experiment_fs_path``), so only the pair must be unique: the same name under another storage
   path starts fresh, the same pair resumes.
-- C37 (lab 06): ``TuneReportCallback`` (``ray/tune/integration/ray_train.py:13``) and
+- C37 (lab 07): ``TuneReportCallback`` (``ray/tune/integration/ray_train.py:13``) and
   ``ray.train.UserCallback`` (``ray/train/v2/api/callback.py:15``) are ``@DeveloperAPI`` in 2.58.0,
   and ``ray.train.RunConfig``'s docstring marks ``callbacks`` the same (``config.py:434``).
-- Lab 05 ``build_tuner``: the test cell judges the concurrency limit by the trials' measured
+- Lab 06 ``build_tuner``: the test cell judges the concurrency limit by the trials' measured
   overlap, so every spelling Tune honours passes and a limit Tune ignores fails.
 """
 import os
@@ -198,10 +198,10 @@ def test_c36_only_the_storage_path_and_name_pair_must_be_unique(train_cluster, t
 
 
 # ------------------------------------------------------------------------------------------
-# Lab 05, exercise 1: the test cell against answers that differ from the solution
+# Lab 06, exercise 1: the test cell against answers that differ from the solution
 # ------------------------------------------------------------------------------------------
 
-LAB05 = "05_tune_searchers_and_schedulers"
+LAB05 = "06_tune_searchers_and_schedulers"
 
 BUILD_TUNER_ANSWERS = {
     # right: the limit set on the search algorithm instead of TuneConfig

@@ -1,9 +1,9 @@
-"""Operational claims of lab 07 (C41-C44, with C13, C22, C25), checked where something can run.
+"""Operational claims of lab 08 (C41-C44, with C13, C22, C25), checked where something can run.
 
 Kubernetes, KubeRay and EKS cannot run here, so each claim is checked in two ways. The first is
 the part Ray shows on one machine: a placement group that waits, a multi-node cluster simulated
 with `ray.cluster_utils.Cluster`, and what Train's start-up timeout covers. The second is the lab's
-own reviewer (the solution of `review_plan_answer` in lab 07) applied to the real KubeRay v1.7.0
+own reviewer (the solution of `review_plan_answer` in lab 08) applied to the real KubeRay v1.7.0
 example manifest and to real Ray config objects.
 """
 import os
@@ -13,7 +13,7 @@ import pytest
 from grader import mutants
 from raylab import kuberay
 
-LAB = "07_operating_on_kuberay"
+LAB = "08_operating_on_kuberay"
 START_TIMEOUT_VAR = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 

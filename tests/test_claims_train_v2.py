@@ -7,7 +7,7 @@ ScalingConfig fields, elastic ``num_workers=(min, max)`` and the ``trainer_resou
 (C08-C10); the controller holds no CPU while a Tune trial driver holds one (C11); a worker group
 is one placement group, reserved all at once or not at all, that follows the placement strategy
 (C12; bundle placement across several nodes is tested for C30 and C41).
-C06, C07 are tested in test_lab08_ddp.py and C13 in test_claims_ops.py.
+C06, C07 are tested in test_ddp_lab.py and C13 in test_claims_ops.py.
 
 Nothing here can hang unbounded: every Train run has a gloo time-out, a report-barrier time-out
 and a worker-group start time-out with no controller retry; the legacy probe runs in a child

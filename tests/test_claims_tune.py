@@ -1,4 +1,4 @@
-"""Claims C27-C40 (labs 05 and 06: Tune, and Train + Tune) checked against the installed Ray 2.58.0.
+"""Claims C27-C40 (labs 06 and 07: Tune, and Train + Tune) checked against the installed Ray 2.58.0.
 
 What this module proves, on one real local cluster (2 logical CPUs plus 2 units of a custom
 ``TRAIN_DRIVER`` resource, no dashboard) and with real Tune and Train runs (gloo on CPU, no mocks):

@@ -151,7 +151,7 @@ def test_detect_cluster_needs_a_running_cluster():
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_cpu_only_head_with_a_gpu_node_driver_view_says_cpu_cluster_view_says_gpu():
-    """Lab 07's layout on one machine: a head without GPUs (the driver's node) and a second node
+    """Lab 08's layout on one machine: a head without GPUs (the driver's node) and a second node
     that registers 2 GPUs. The GPUs are logical (Ray counts what a node registers; no CUDA here),
     which is all the decision reads: the driver's torch sees no CUDA, the cluster offers 2 GPUs,
     and a 1-GPU task is placed on the GPU node, where Ray assigns it a GPU id."""

@@ -60,7 +60,7 @@ def test_tune_runconfig_given_to_trainer_hint():
     assert _keys(exc) == ["tune_config_in_trainer"]
     exc = _raised(lambda: train.RunConfig(failure_config=tune.FailureConfig(max_failures=1)))
     assert _keys(exc) == ["tune_config_in_trainer"]
-    assert "lab 06" in hints.format_hints(exc)
+    assert "lab 07" in hints.format_hints(exc)
 
 
 def test_v2_trainer_passed_to_tuner_hint():
@@ -357,7 +357,7 @@ def test_plain_python_excepthook_keeps_traceback(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "TuneReportCallback must be used in a Tune session" in proc.stderr
-    assert "[raylab hint]" in proc.stdout and "lab 06" in proc.stdout
+    assert "[raylab hint]" in proc.stdout and "lab 07" in proc.stdout
 
 
 def test_hint_lab_names_match_the_course_folders():

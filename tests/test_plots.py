@@ -1,4 +1,4 @@
-"""raylab.plots.stacked_bars: the helper behind lab 06's resource-planning figure."""
+"""raylab.plots.stacked_bars: the helper behind lab 07's resource-planning figure."""
 import pytest
 
 from raylab import plots

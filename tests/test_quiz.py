@@ -1,4 +1,4 @@
-"""The quiz (lab 09): structure, no answer key in the learner copy, feedback that does not give the
+"""The quiz (lab 10): structure, no answer key in the learner copy, feedback that does not give the
 answer away, and the per-question export from a real autograded gradebook."""
 import ast
 import csv
@@ -15,7 +15,7 @@ import pytest
 from grader import course, mutants, question_scores, roundtrip
 from raylab.checks import CheckFailed
 
-LAB = "09_quiz"
+LAB = "10_quiz"
 
 
 def _meta(cell):
@@ -89,7 +89,7 @@ def test_quiz_covers_every_lab_before_it():
 
 def test_quiz_does_not_start_ray():
     setup = _cells(course.solution_path(LAB))["quiz_setup"].source
-    assert 'raylab.setup("09_quiz", start_ray=False)' in setup
+    assert 'raylab.setup("10_quiz", start_ray=False)' in setup
 
 
 @pytest.mark.parametrize("number, answer, tests, var, value, points", QUESTIONS)

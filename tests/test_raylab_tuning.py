@@ -157,7 +157,7 @@ def test_replay_objective_reports_the_curve(monkeypatch):
 
 @pytest.mark.slow
 def test_replay_results_match_a_real_result_grid():
-    """The stand-in the lab 05 hidden tests use behaves like Tune's ResultGrid.get_dataframe."""
+    """The stand-in the lab 06 hidden tests use behaves like Tune's ResultGrid.get_dataframe."""
     import raylab
     from ray import tune
 

@@ -1,4 +1,4 @@
-"""raylab.retry_budget: the worst case of one run's retries, shared by labs 04 and 07."""
+"""raylab.retry_budget: the worst case of one run's retries, shared by labs 05 and 08."""
 import math
 
 import pytest
@@ -24,12 +24,12 @@ def test_no_retries_is_one_start_one_attempt_and_one_failure_noticed():
 
 
 def test_the_three_budgets_add_up():
-    # c=59, m=2, p=2 at T=60, attempt 1000: the old lab 04 answer for a 3600 s deadline.
+    # c=59, m=2, p=2 at T=60, attempt 1000: the old lab 05 answer for a 3600 s deadline.
     times = {"start_timeout_s": 60, "attempt_s": 1000}
     assert retry_budget.worst_case_terms(_fc(59, 2, 2), **times) == {
         "start-ups": (59 + 5) * 60, "training": 5 * 1000, "noticing failures": 2 * 600 + 2 * 120 + 600}
     assert retry_budget.worst_case_s(_fc(59, 2, 2), **times) == 10880 > 3600
-    # Without the time to notice failures this is lab 07's earlier formula: 8840 s.
+    # Without the time to notice failures this is lab 08's earlier formula: 8840 s.
     assert retry_budget.worst_case_s(_fc(59, 2, 2), detection_s=0, preemption_wait_s=0, **times) == 8840
 
 

@@ -160,7 +160,7 @@ def build(config: dict | None = None) -> Job:
     return Job(model, optimizer, scheduler, cursor, x, y, cfg)
 
 
-# --- the complete state (what lab 04 hands learners; lab 03 has them write it) -----------------
+# --- the complete state (what lab 05 hands learners; lab 03 has them write it) -----------------
 
 def full_state(job: Job, next_step: int) -> dict:
     """Everything needed to continue ``job`` at ``next_step`` exactly as if it never stopped."""

@@ -8,7 +8,7 @@ Where the answer comes from matters. The workers run wherever Ray places them, s
 "does the *cluster* offer GPUs?": :func:`cluster_gpus` reads ``ray.cluster_resources()["GPU"]``
 (logical GPUs of every node, as the raylets registered them) and :func:`plan_from_cluster` plans
 from it. ``torch.cuda.is_available()`` (:func:`detect`) only describes the driver's machine: on a
-cluster whose head has no GPU (lab 07's layout) it says "no CUDA" and the run would silently train
+cluster whose head has no GPU (lab 08's layout) it says "no CUDA" and the run would silently train
 on CPU. The driver's view is enough only when driver and workers share one machine (a laptop, a
 single GPU box started with ``ray.init()``).
 

@@ -29,11 +29,12 @@ LABS = {
     "01": "lab 01 (01_train_v2_responsibilities)",
     "02": "lab 02 (02_scaling_config_and_resources)",
     "03": "lab 03 (03_checkpoints_and_report)",
-    "04": "lab 04 (04_failures_and_retries)",
-    "05": "lab 05 (05_tune_searchers_and_schedulers)",
-    "06": "lab 06 (06_train_tune_integration)",
-    "07": "lab 07 (07_operating_on_kuberay)",
-    "08": "lab 08 (08_pytorch_ddp)",
+    "04": "lab 04 (04_pytorch_ddp)",
+    "05": "lab 05 (05_failures_and_retries)",
+    "06": "lab 06 (06_tune_searchers_and_schedulers)",
+    "07": "lab 07 (07_train_tune_integration)",
+    "08": "lab 08 (08_operating_on_kuberay)",
+    "09": "lab 09 (09_capstone)",
 }
 
 PREFIX = "[raylab hint]"
@@ -126,7 +127,7 @@ def chain(exc: BaseException, limit: int = 50) -> list[BaseException]:
 # --- the known mistakes ----------------------------------------------------------------------
 
 RULES: list[Rule] = [
-    Rule(Hint("v2_trainer_in_tuner", "06", "the section on running a trainer inside a Tune trial",
+    Rule(Hint("v2_trainer_in_tuner", "07", "the section on running a trainer inside a Tune trial",
               "tune.Tuner got something that is not a trainable: in Ray 2.58.0 a Train V2 trainer "
               "(TorchTrainer, DataParallelTrainer) can no longer be passed to Tuner.",
               "write a function trainable `def trial(config): ...` that builds the TorchTrainer "
@@ -138,25 +139,25 @@ RULES: list[Rule] = [
               "drop trainer_resources: the V2 controller reserves no CPU. Size the workers with "
               "num_workers and resources_per_worker."),
          _is("DeprecationWarning", has=["ScalingConfig(trainer_resources)"])),
-    Rule(Hint("fail_fast", "04", "the section on FailureConfig's fields and defaults",
+    Rule(Hint("fail_fast", "05", "the section on FailureConfig's fields and defaults",
               "FailureConfig(fail_fast=...) does not exist in Train V2's ray.train.FailureConfig.",
               "use max_failures / controller_failure_limit on ray.train.FailureConfig; fail_fast "
               "belongs to ray.tune.FailureConfig (for a Tuner)."),
          _is("DeprecationWarning", has=["FailureConfig(fail_fast)"])),
-    Rule(Hint("tune_config_in_trainer", "06", "the section on keeping tune.RunConfig and train.RunConfig apart",
+    Rule(Hint("tune_config_in_trainer", "07", "the section on keeping tune.RunConfig and train.RunConfig apart",
               "Ray Train V2 got a config object from another API: ray.tune.RunConfig, FailureConfig "
               "and CheckpointConfig are different classes from ray.train's.",
               "import RunConfig / FailureConfig / CheckpointConfig from ray.train for a Trainer, and "
               "from ray.tune for a Tuner."),
          _is("ValueError", has=["Use `ray.train."]) ),
-    Rule(Hint("train_runconfig_in_tuner", "06", "the section on keeping tune.RunConfig and train.RunConfig apart",
+    Rule(Hint("train_runconfig_in_tuner", "07", "the section on keeping tune.RunConfig and train.RunConfig apart",
               "tune.Tuner was given ray.train.RunConfig; Tune only warns when the Tuner is built, "
               "then fit() fails with \"'str' object has no attribute 'value'\".",
               "pass run_config=ray.tune.RunConfig(...) to tune.Tuner; keep ray.train.RunConfig for "
               "the TorchTrainer inside the trial."),
          lambda e: _is("AttributeError", has=["'str' object has no attribute 'value'"])(e)
          and _raised_in(e, "ray/tune/")),
-    Rule(Hint("tune_callback_in_train_runconfig", "06", "the section on TuneReportCallback",
+    Rule(Hint("tune_callback_in_train_runconfig", "07", "the section on TuneReportCallback",
               "ray.train.RunConfig(callbacks=...) only accepts Ray Train callbacks (ray.train.UserCallback).",
               "put Tune callbacks in ray.tune.RunConfig for the Tuner; inside a trial, Train's "
               "RunConfig takes TuneReportCallback(), which is a Train callback."),
@@ -183,12 +184,12 @@ RULES: list[Rule] = [
               "and a Tune trial driver holds one unless you change its resources); note that "
               "controller_failure_limit=-1 retries this forever."),
          _is("WorkerGroupStartupTimeoutError")),
-    Rule(Hint("tune_report_callback_outside_tune", "06", "the section on TuneReportCallback",
+    Rule(Hint("tune_report_callback_outside_tune", "07", "the section on TuneReportCallback",
               "TuneReportCallback() was created outside a Tune trial.",
               "construct it inside the trial function that Tune runs, e.g. "
               "RunConfig(callbacks=[TuneReportCallback()]) in `def trial(config): ...`."),
          _is("RuntimeError", has=["TuneReportCallback must be used in a Tune session"])),
-    Rule(Hint("train_report_in_tune", "05", "the section on reporting from a Tune trial",
+    Rule(Hint("train_report_in_tune", "06", "the section on reporting from a Tune trial",
               "ray.train.report was called inside a function run by Ray Tune.",
               "in a Tune trial function use ray.tune.report(metrics); ray.train.report belongs in "
               "the per-worker training function of a Trainer."),

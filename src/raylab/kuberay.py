@@ -1,6 +1,6 @@
 """KubeRay manifests offline: load them, validate them against the real CRD schemas, read them.
 
-Nothing here talks to a Kubernetes cluster. Lab 07 teaches running Ray Train and Tune on EKS with
+Nothing here talks to a Kubernetes cluster. Lab 08 teaches running Ray Train and Tune on EKS with
 KubeRay as an engineering review of real artefacts, so this module provides:
 
 * :func:`load_manifest` / :func:`load_example`: a RayJob or RayCluster manifest as a ``dict``;
@@ -499,7 +499,7 @@ def worker_groups(manifest) -> list[GroupInfo]:
 
 
 # --------------------------------------------------------------------------------------------
-# The plan review vocabulary (lab 07)
+# The plan review vocabulary (lab 08)
 # --------------------------------------------------------------------------------------------
 FINDING_CODES = {
     "BUNDLE_TOO_BIG": "no worker group's Pod offers the Ray resources of one Train worker bundle",

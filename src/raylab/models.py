@@ -16,7 +16,7 @@ def mlp(d_in: int = 2, hidden: int = 32, d_out: int = 3, seed: int = 0, batchnor
 
     ``batchnorm=True`` puts a ``BatchNorm1d`` after the first layer: the same weights (BatchNorm's
     own start is fixed), but a forward pass in training mode then depends on the whole batch, which
-    is what breaks "W workers = one process" in lab 08.
+    is what breaks "W workers = one process" in lab 04.
     """
     import torch
     from torch import nn

@@ -1,4 +1,4 @@
-"""How long Ray Train's retries can make one run last: the one formula labs 04 and 07 share.
+"""How long Ray Train's retries can make one run last: the one formula labs 05 and 08 share.
 
 Ray Train 2.58.0 judges every failure of a run with one ``DefaultFailurePolicy`` that keeps three
 counters, one per failure class, for the whole run: worker-group errors (limit ``max_failures``),

@@ -1,4 +1,4 @@
-"""The graded checks of lab 04's deadline exercise and lab 07's plan review judge behaviour.
+"""The graded checks of lab 05's deadline exercise and lab 08's plan review judge behaviour.
 
 Each check cell (visible and hidden tests) is run here, in-process, against answers a learner
 could write: right answers that differ from the solution must pass, wrong ones must fail.
@@ -22,7 +22,7 @@ def _grade(lab: str, answer: str, tests_id: str, namespace=None) -> None:
     exec(_cell(lab, tests_id), ns)  # noqa: S102 - the course's own test cell
 
 
-LAB04 = "04_failures_and_retries"
+LAB04 = "05_failures_and_retries"
 
 # More controller retries first, then as many worker retries as fit: a different right answer.
 MORE_CONTROLLER_RETRIES = '''
@@ -120,5 +120,5 @@ def test_lab04_deadline_check_rejects_wrong_answers(answer):
 def test_lab07_review_check_accepts_the_solution():
     from raylab import kuberay
 
-    _grade("07_operating_on_kuberay", mutants.answer_sources("07_operating_on_kuberay")["review_plan_answer"],
+    _grade("08_operating_on_kuberay", mutants.answer_sources("08_operating_on_kuberay")["review_plan_answer"],
            "review_plan_tests", {"proposal": kuberay.example_plan()})

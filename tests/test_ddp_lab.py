@@ -1,4 +1,4 @@
-"""Lab 08 behaviour: the instructor's GPU check and what DDP synchronises, on real CPU runs.
+"""Lab 04 behaviour: the instructor's GPU check and what DDP synchronises, on real CPU runs.
 
 Slow tests start a local Ray cluster (one at a time); the others run in a second or two.
 On a machine without CUDA the CUDA-only test skips with its reason shown in pytest's summary.
