@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench bench-grading grade gpu-check setup clean help
+.PHONY: lab test test-fast release check bench bench-grading grade grade-mine gpu-check setup clean help
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory of Ray proces
 
 grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port]
 	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS))
+
+grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make grade-mine NB=notebooks/01_x/01_x.ipynb
+	PYTHONPATH=. $(BIN)/python -m grader.self_grade $(NB)
 
 bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader on N synthetic submissions
 	PYTHONPATH=. $(BIN)/python -m grader.bench_grading

@@ -1,0 +1,37 @@
+"""The round trip's rules, on fabricated results: which failures Validate would also show."""
+from grader import roundtrip
+
+SOURCE = "check(a)\ncheck(b)\n### BEGIN HIDDEN TESTS\ncheck(c)\n### END HIDDEN TESTS"
+
+
+def _tb(line):  # an IPython traceback as nbclient stores it, colours included
+    return ["\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
+            f"Cell \x1b[0;32mIn[7], line {line}\x1b[0m\n\x1b[1;32m----> {line}\x1b[0m check(...)",
+            "File \x1b[0;32m/x/raylab/checks.py:40\x1b[0m, in \x1b[0;36mcheck\x1b[0;34m(cond)\x1b[0m"]
+
+
+def test_a_failure_above_the_hidden_marker_is_visible():
+    # the grader runs one line (the tamper report) before the cell's own first line
+    assert roundtrip.failed_in_visible_part(SOURCE, _tb(2)) is True   # check(a)
+    assert roundtrip.failed_in_visible_part(SOURCE, _tb(3)) is True   # check(b)
+    assert roundtrip.failed_in_visible_part(SOURCE, _tb(5)) is False  # check(c), hidden
+    assert roundtrip.failed_in_visible_part(SOURCE, _tb(1)) is False  # the report line itself
+
+
+def test_a_cell_without_hidden_tests_is_all_visible_and_no_line_means_unknown():
+    assert roundtrip.failed_in_visible_part("check(a)\ncheck(b)", _tb(3)) is True
+    assert roundtrip.failed_in_visible_part(SOURCE, ["TestCellTampered: stopped early"]) is None
+
+
+def test_visible_catch_counts_each_mutant_once_per_exercise():
+    class Ex:
+        def __init__(self, tests):
+            self.tests = tests
+    exercises = {"a_answer": Ex(["a_tests"]), "b_answer": Ex(["b_tests", "b_more_tests"])}
+    graded = {
+        "mutants0": roundtrip.Graded("mutants0", {}, {}, {"a_answer": "m1", "b_answer": "m2"},
+                                     {"a_tests": True, "b_tests": False, "b_more_tests": True}),
+        "mutants1": roundtrip.Graded("mutants1", {}, {}, {"a_answer": "m3"}, {"a_tests": False}),
+        "solution": roundtrip.Graded("solution", {}, {}, {}, {}),
+    }
+    assert roundtrip.visible_catch(graded, exercises) == {"a_answer": [1, 2], "b_answer": [1, 1]}
