@@ -87,3 +87,56 @@ def stacked_bars(parts: dict, *, title: str, xlabel: str, ylabel: str, ax=None, 
         ax.legend(fontsize="small")
     ax.grid(axis="x", alpha=0.3)
     return ax
+
+
+def train_run_diagram(num_workers: int = 2, *, backend: str = "gloo", storage_path: str = "storage_path",
+                      ax=None):
+    """The processes of one Ray Train V2 run and what flows between them.
+
+    Your driver (the notebook) calls ``fit()``; Ray starts a controller actor, which reserves one
+    placement-group bundle per worker and starts the worker actors; the workers form a
+    ``torch.distributed`` process group (``backend``) for gradients; ``train.report`` goes from
+    every worker to the controller (the barrier), checkpoints go to ``storage_path``, and objects
+    handed between processes travel through each node's shared-memory object store. Draw it
+    with the numbers of a run you made (``num_workers``, the backend it used).
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.2))
+    shown = min(num_workers, 4)
+    width = max(8.0, 2.2 * shown + 3.4)
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, 6)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, colour):
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", fc=colour, ec="black", lw=1))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8.5)
+        return (x + w / 2, y, y + h)
+
+    def arrow(a, b, text="", both=False):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="<|-|>" if both else "-|>", mutation_scale=10, lw=1))
+        if text:
+            ax.text((a[0] + b[0]) / 2 + 0.08, (a[1] + b[1]) / 2, text, fontsize=7.5, va="center")
+
+    driver = box(0.3, 4.7, 3.0, 0.9, "driver: your notebook\nTorchTrainer(...).fit() -> Result", "#dbe9f6")
+    controller = box(0.3, 2.9, 3.0, 0.9, "controller actor\n(schedules, retries, collects reports)", "#fde9c9")
+    store = box(width - 2.9, 4.7, 2.6, 0.9, f"storage\n{storage_path}", "#e4f2e4")
+    objects = box(width - 2.9, 0.5, 2.6, 0.9, "object store\n(shared memory, per node)", "#eeeeee")
+    arrow((driver[0], driver[1]), (controller[0], controller[2]), "starts; Result back", both=True)
+    xs = [0.3 + i * 2.2 for i in range(shown)]
+    workers = []
+    for i, x in enumerate(xs):
+        label = f"worker rank {i}" if i < shown - 1 or shown == num_workers else f"... rank {num_workers - 1}"
+        workers.append(box(x, 0.5, 1.9, 0.9, f"{label}\ntrain_loop_per_worker", "#f3dcef"))
+        arrow((controller[0], controller[1]), (x + 0.95, 1.45), "report()" if i == 0 else "", both=True)
+    if shown > 1:
+        ax.plot([xs[0] + 0.95, xs[-1] + 0.95], [0.25, 0.25], color="purple", lw=2)
+        ax.text(xs[0] + 0.95, 0.05, f"process group ({backend}): gradient all-reduce", fontsize=7.5, color="purple")
+    arrow((xs[-1] + 1.5, 1.45), (store[0], store[1]), "checkpoints\n(rank 0 or all)")
+    ax.add_patch(FancyArrowPatch((xs[-1] + 1.95, 0.95), (width - 2.95, 0.95), arrowstyle="<|-|>",
+                                 mutation_scale=8, lw=0.8, ls="--", color="grey"))
+    ax.set_title(f"One Ray Train run: {num_workers} worker(s), one placement-group bundle each", fontsize=10)
+    return ax
