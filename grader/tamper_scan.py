@@ -27,13 +27,15 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import re
 
 STATE_LINE = "[grader] registered before this test cell ran: "  # grader/nbgrader_ext.py writes it
 
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "pinfo", "pinfo2", "who", "whos", "pwd", "env"}
 RISKY_MODULES = {"IPython", "ipykernel", "jupyter_client", "zmq", "traitlets", "nbgrader", "ctypes",
                  "marshal", "importlib", "builtins", "__builtin__", "gc", "inspect", "dill",
-                 "cloudpickle", "pickle", "code", "codeop", "runpy", "types", "sys"}
+                 "cloudpickle", "pickle", "code", "codeop", "runpy", "types", "sys", "linecache",
+                 "traceback"}
 RISKY_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "setattr",
                "delattr", "get_ipython", "breakpoint"}
 RISKY_ATTRS = {"settrace", "setprofile", "_getframe", "modules", "meta_path", "path_hooks",
@@ -46,6 +48,7 @@ RISKY_DUNDERS = {"__globals__", "__code__", "__dict__", "__builtins__", "__subcl
                  "__reduce__", "__reduce_ex__", "__bases__", "__mro__", "__func__", "__wrapped__",
                  "__loader__", "__spec__"}
 BUILTIN_NAMES = set(dir(builtins)) - {"_", "__name__", "__doc__"}
+INPUT_HISTORY = re.compile(r"_i{1,3}|_i\d+")  # IPython's _i, _ii, _iii, _i7: sources of earlier cells
 
 
 def _is_course_cell(cell) -> bool:
@@ -128,8 +131,9 @@ def _findings(tree, course_modules: set, course_names: dict) -> set[str]:
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in modules:
                     found.add(f"assigns {ast.unparse(node)} (an attribute of an imported module)")
-        elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__builtin__", "In", "_ih", "Out", "_oh"):
-            found.add(f"uses {node.id}")
+        elif isinstance(node, ast.Name) and (node.id in ("__builtins__", "__builtin__", "In", "_ih", "Out", "_oh")
+                                             or INPUT_HISTORY.fullmatch(node.id)):
+            found.add(f"uses {node.id}")  # the shell's record of earlier cells (test cells included)
     for name in _top_level_bindings(tree) & (BUILTIN_NAMES | set(course_names)):
         if name in course_names and own_imports.get(name) == course_names[name]:
             continue  # the same import again (``import ray`` in an answer cell): harmless

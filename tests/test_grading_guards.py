@@ -59,6 +59,9 @@ def test_every_tampering_mechanism_is_flagged():
         "getattr(__builtins__, 'print')": "__builtins__",
         "import sys\nsys.settrace(None)": "settrace",
         "print(In[-1])": "In",
+        "print(_ii)": "_ii",
+        "print(_i12[::-1])": "_i12",
+        "import linecache\nprint(linecache.cache)": "linecache",
         "f = double.__globals__": "__globals__",
     }
     for code, why in attacks.items():
