@@ -24,7 +24,11 @@ def main(argv=None) -> int:
     parser.add_argument("--lab", default="00_lab_setup")
     parser.add_argument("-n", type=int, default=6, help="number of synthetic submissions")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--sandbox-cost", action="store_true",
+                        help="instead: the class grader with and without the sandbox, one worker each")
     args = parser.parse_args(argv)
+    if args.sandbox_cost:
+        return sandbox_cost(args.lab, args.n)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     kinds = ["solution"] + [f"mutants{k}" for k in range(len(mutants.rounds(args.lab)))]
     students = {f"s{i:03d}": kinds[i % len(kinds)] for i in range(args.n)}
@@ -70,6 +74,32 @@ def main(argv=None) -> int:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))
     print(f"written to {out}")
+    return 0
+
+
+def sandbox_cost(lab: str, n: int) -> int:
+    """What the per-submission sandbox costs: the same submissions through the class grader, one
+    worker, sandboxed and not, alternating so that drifting load hits both alike."""
+    base = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    kinds = ["solution"] + [f"mutants{k}" for k in range(len(mutants.rounds(lab)))]
+    seconds = {True: [], False: []}
+    for i in range(n):
+        for sandbox in (i % 2 == 0, i % 2 != 0):  # alternate which goes first
+            where = base / f"{i}-{'box' if sandbox else 'plain'}"
+            synthetic.build(where / "submitted", lab, {f"s{i:03d}": kinds[i % len(kinds)]})
+            grader = classgrade.ClassGrader(where / "submitted", where / "out", workers=1, address=None,
+                                            timeout_s=900, labs=[lab])
+            grader.sandbox = sandbox
+            grader.run()
+            seconds[sandbox] += [e["seconds"] for e in grader.state.values()]
+    box, plain = (sum(seconds[k]) / len(seconds[k]) for k in (True, False))
+    rows = {"lab": lab, "submissions": n, "sandboxed_s": round(box, 1), "plain_s": round(plain, 1),
+            "overhead": round(box / plain - 1, 3), "each": {str(k): v for k, v in seconds.items()}}
+    print(f"{lab}: {n} submissions each way, mean seconds per submission: sandboxed {box:.1f}, "
+          f"plain {plain:.1f}: the sandbox adds {100 * (box / plain - 1):.1f} %")
+    out = course.ROOT / ".scratch" / "bench_sandbox.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
     return 0
 
 
