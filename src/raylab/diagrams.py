@@ -17,7 +17,7 @@ def train_run(num_workers: int = 2, *, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 4.2))
     ax.set_xlim(0, 10)
-    ax.set_ylim(0, 6)
+    ax.set_ylim(-0.2, 6)
     ax.axis("off")
     labels = []
 
