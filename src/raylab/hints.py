@@ -18,24 +18,23 @@ Set ``RAYLAB_HINTS=0`` to switch the hints off.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
-# The lab folders of the course (notebooks/<name>/<name>.ipynb).
-LABS = {
-    "00": "lab 00 (00_lab_setup)",
-    "01": "lab 01 (01_train_v2_responsibilities)",
-    "02": "lab 02 (02_scaling_config_and_resources)",
-    "03": "lab 03 (03_checkpoints_and_report)",
-    "04": "lab 04 (04_pytorch_ddp)",
-    "05": "lab 05 (05_failures_and_retries)",
-    "06": "lab 06 (06_tune_searchers_and_schedulers)",
-    "07": "lab 07 (07_train_tune_integration)",
-    "08": "lab 08 (08_operating_on_kuberay)",
-    "09": "lab 09 (09_capstone)",
-}
+# Where the course's labs live (a clone: notebooks/<NN_topic>/). Hints name a lab by its number;
+# the folder name is read from there, so renaming a lab needs no edit here.
+_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+@functools.lru_cache(maxsize=None)
+def lab_title(number: str) -> str:
+    """``"lab 05 (05_failures_and_retries)"`` for ``"05"``; ``"lab 05"`` where no folder is found."""
+    folders = sorted(_NOTEBOOKS.glob(f"{number}_*")) if _NOTEBOOKS.is_dir() else []
+    return f"lab {number} ({folders[0].name})" if folders else f"lab {number}"
 
 PREFIX = "[raylab hint]"
 
@@ -51,7 +50,7 @@ class Hint:
     def render(self) -> str:
         return (f"{PREFIX} {self.mistake}\n"
                 f"  Fix: {self.fix}\n"
-                f"  Reread: {LABS.get(self.lab, 'lab ' + self.lab)}, {self.section}.")
+                f"  Reread: {lab_title(self.lab)}, {self.section}.")
 
 
 @dataclass(frozen=True)
