@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench bench-grading grade grade-mine gpu-check setup clean help
+.PHONY: lab test test-fast release check bench bench-grading grade grade-mine new-lab prove gpu-check setup clean help
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,12 @@ test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment
 	PYTHONPATH=. $(BIN)/python -m grader.release
+
+new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
+	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
+
+prove: $(STAMP)  ## prove one lab's grader both ways: make prove LAB=03_checkpoints_and_report
+	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
 	PYTHONPATH=. $(BIN)/python -m grader.check
