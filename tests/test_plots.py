@@ -38,14 +38,3 @@ def test_stacked_bars_without_limit_and_on_a_given_axes():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2"]
     assert [p.get_width() for p in ax.containers[0]] == [0.5, 1.5]
 
-
-def test_train_run_diagram_draws_the_run_it_is_given():
-    ax = plots.train_run_diagram(3, backend="gloo", storage_path="/tmp/runs")
-    texts = " | ".join(t.get_text() for t in ax.texts)
-    assert "driver" in texts and "controller" in texts and "/tmp/runs" in texts and "object store" in texts
-    assert sum("worker rank" in t.get_text() for t in ax.texts) == 3
-    assert "gloo" in texts and "3 worker(s)" in ax.get_title()
-    one = plots.train_run_diagram(1, backend="nccl")
-    assert "process group" not in " ".join(t.get_text() for t in one.texts)  # one worker: no group drawn
-    many = plots.train_run_diagram(16)
-    assert "rank 15" in " ".join(t.get_text() for t in many.texts)
