@@ -153,7 +153,7 @@ ray.shutdown(); cluster.shutdown()
 def test_c09_elastic_retry_sizes_the_new_group_from_the_nodes_left():
     import json
 
-    from raylab.sandbox import run_snippet
+    from raylab.child_process import run_snippet
 
     res = run_snippet(_LOST_NODE_SNIPPET, timeout_s=600,
                       env={"RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "60"})

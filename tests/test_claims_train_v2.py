@@ -22,7 +22,7 @@ import textwrap
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-from raylab.sandbox import run_snippet
+from raylab.child_process import run_snippet
 
 pytestmark = pytest.mark.slow
 # Covers the module fixture's cluster start and Train run too, whichever test comes first.

@@ -33,7 +33,7 @@ import pytest
 import ray.cloudpickle
 
 import raylab
-from raylab.sandbox import run_snippet
+from raylab.child_process import run_snippet
 from raylab.tuning import max_overlap, plan_train_tune, trial_resources, tuner_settings
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@
 Notebooks stay short by importing what every lab needs from here: starting and stopping the
 course's local Ray cluster (:mod:`raylab.cluster`), tiny deterministic data and models
 (:mod:`raylab.data`), readable checks for test cells (:mod:`raylab.checks`), plots
-(:mod:`raylab.plots`), bounded subprocess runs for demos that can hang (:mod:`raylab.sandbox`)
+(:mod:`raylab.plots`), bounded subprocess runs for demos that can hang (:mod:`raylab.child_process`)
 and the environment check (:mod:`raylab.env`).
 
 The package is pinned to the course release: ``raylab.__version__`` starts with the Ray version

@@ -82,7 +82,7 @@ def simulate_placements(nodes: list[dict], requests: list[dict], *, wait_s: floa
     A request counts as not placed when Ray has not placed it within ``wait_s`` seconds; requests
     run one at a time on an otherwise idle cluster. The whole run is killed at ``timeout_s``.
     """
-    from raylab.sandbox import run_snippet
+    from raylab.child_process import run_snippet
 
     for req in requests:
         if req["strategy"] not in STRATEGIES:

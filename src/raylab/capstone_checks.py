@@ -47,7 +47,7 @@ def run_script(path, data_dir, storage_dir, *, timeout_s: float, env: dict | Non
     (``RAY_ADDRESS``), killed with its whole process group after ``timeout_s``."""
     import ray
 
-    from raylab.sandbox import run_snippet
+    from raylab.child_process import run_snippet
 
     code = ("import runpy, sys\n"
             f"sys.argv = [{str(path)!r}, {str(data_dir)!r}, {str(storage_dir)!r}]\n"

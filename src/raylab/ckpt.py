@@ -21,7 +21,6 @@ appends ``pid step loss`` to that file: tests read it to see which steps each at
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -282,73 +281,5 @@ def read_trace(path: str) -> list[list[tuple[int, float]]]:
     return attempts
 
 
-# --- bounded runs in a child process ------------------------------------------------------------
-
-_CHILD = """
-import os, sys, traceback
-import ray
-from ray import cloudpickle
-with open(os.environ["RAYLAB_CHILD_IN"], "rb") as f:
-    fn = cloudpickle.load(f)
-if os.environ.get("RAYLAB_CHILD_ADDRESS"):
-    ray.init(address=os.environ["RAYLAB_CHILD_ADDRESS"],
-             log_to_driver=os.environ.get("RAYLAB_CHILD_LOG_TO_DRIVER") == "1")
-try:
-    out = {"value": fn(), "error": None}
-except BaseException as exc:
-    out = {"value": None, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-with open(os.environ["RAYLAB_CHILD_OUT"], "wb") as f:
-    cloudpickle.dump(out, f)
-"""
-
-
-@dataclass
-class ChildRun:
-    """What :func:`run_in_child` brings back: ``fn``'s return value (or its error) and the process."""
-
-    value: object
-    error: str | None
-    timed_out: bool
-    seconds: float
-    output: str  # the child's stdout and stderr, for when something unexpected happened
-
-
-def run_in_child(fn, *, timeout_s: float, env: dict | None = None, connect: bool = True,
-                 log_to_driver: bool = False) -> ChildRun:
-    """Call ``fn()`` in a new Python process and kill that process after ``timeout_s``.
-
-    ``fn`` is shipped with Ray's cloudpickle, so a function defined in a notebook works, and the
-    child connects to this process's Ray cluster (``connect=True``) instead of starting its own.
-    ``env`` sets environment variables in the child only, e.g. ``RAY_TRAIN_COLLECTIVE_TIMEOUT_S``:
-    Ray Train reads them in the driver and forwards them to the controller and workers it starts,
-    so the notebook's own runs keep their settings. The return value must be picklable. With
-    ``log_to_driver=True`` the log lines of the child's Ray processes (the Train controller's among
-    them) end up in ``ChildRun.output``.
-    """
-    import tempfile
-
-    import ray
-    from ray import cloudpickle
-
-    from raylab.sandbox import run_snippet
-
-    with tempfile.TemporaryDirectory(prefix="raylab-child-") as tmp:
-        src, dst = os.path.join(tmp, "fn.pkl"), os.path.join(tmp, "out.pkl")
-        with open(src, "wb") as f:
-            cloudpickle.dump(fn, f)
-        child_env = {"RAYLAB_CHILD_IN": src, "RAYLAB_CHILD_OUT": dst,
-                     "RAYLAB_CHILD_LOG_TO_DRIVER": "1" if log_to_driver else "0",
-                     # what this process can import by name, the child can too
-                     "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        if connect:
-            child_env["RAYLAB_CHILD_ADDRESS"] = ray.get_runtime_context().gcs_address
-        child_env.update(env or {})
-        res = run_snippet(_CHILD, timeout_s=timeout_s, env=child_env)
-        out = {"value": None, "error": "the child process ended without a result"}
-        if os.path.exists(dst):
-            with open(dst, "rb") as f:
-                out = cloudpickle.load(f)
-        if res.timed_out:
-            out["error"] = f"killed after {timeout_s:g} s"
-    return ChildRun(value=out["value"], error=out["error"], timed_out=res.timed_out,
-                    seconds=res.seconds, output=(res.stdout + res.stderr)[-20000:])
+# Bounded runs in a child process live in raylab.child_process; labs call them from here too.
+from raylab.child_process import ChildRun, run_in_child  # noqa: E402,F401
