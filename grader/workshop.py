@@ -1,0 +1,345 @@
+"""`make workshop ROSTER=path`: set up and start the room's JupyterHub (issue 17).
+
+Run as root on the machine the room connects to. From a roster file it:
+
+- creates one system user per learner and instructor (``useradd``, home folder 0700), each with
+  their own random password, written once to ``<state>/hub/passwords.txt`` (root only) for the
+  instructor to hand out; users that already exist keep theirs. Login is PAM (JupyterHub's
+  default authenticator) against those system passwords: no shared password. For tests only,
+  ``RAYLAB_WORKSHOP_TEST_PASSWORD`` gives every *new* user that password;
+- closes the answer key of this clone to other users: every top-level entry of the repository but
+  the learner's part (the virtual environment, ``src/``, ``notebooks/``, ``workshop/`` and the
+  environment files) loses its "others" permissions (``solutions/``, ``grader/``, ``tests/``,
+  ``docs/``, ``.git/``, ``.grading/``...). Non-recursive: modes inside are kept;
+- lays out the state folder (survives a restart of the hub):
+  ``hub/`` (root 0700: the hub's sqlite database, cookie secret, config, passwords),
+  ``course/`` (root 0700: nbgrader's course folder: source, release, gradebook, submissions),
+  ``exchange/`` (nbgrader's exchange: root 1777, the course's inbound 3733: learners drop
+  submissions but cannot list or remove anyone's), ``learner-config/`` (the learner JupyterLab
+  configuration of ``workshop/learner-jupyter-config`` plus nbgrader's course id and exchange);
+- copies the released notebooks (``notebooks/<lab>``) and their sources into the course folder
+  and releases them to the exchange with ``nbgrader release_assignment``;
+- writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop_hub` holds what it configures) and
+  starts ``jupyterhub`` on 127.0.0.1 (``--ip``/``HUB_IP`` to listen elsewhere) with the
+  configurable-http-proxy pinned in ``workshop/hub/package.json`` (``npm ci --prefix workshop/hub``).
+"""
+from __future__ import annotations
+
+import argparse
+import grp
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+COURSE_ID = "ray-train-tune"
+LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"
+HUB_NODE_DIR = ROOT / "workshop" / "hub"
+PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+DEFAULT_STATE = Path(os.environ.get("RAYLAB_WORKSHOP_STATE", "/srv/raylab-workshop"))
+TEST_PASSWORD_ENV = "RAYLAB_WORKSHOP_TEST_PASSWORD"
+INSTRUCTOR_GROUP = "raylab-instructors"
+# What a learner may read in this clone (top-level names); everything else is closed to others.
+LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
+                   "requirements.txt", "constraints.txt", "environment.yml", ".gitignore"}
+_LOGIN = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+@dataclass
+class Roster:
+    learners: list[str] = field(default_factory=list)
+    instructors: list[str] = field(default_factory=list)
+
+    @property
+    def everyone(self) -> list[str]:
+        return self.instructors + self.learners
+
+
+def read_roster(path: str | os.PathLike) -> Roster:
+    """One learner login a line; ``instructor: login`` for instructors; ``#`` starts a comment."""
+    roster = Roster()
+    for number, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        kind, _, name = line.rpartition(":")
+        kind, name = kind.strip().lower(), name.strip()
+        if kind not in ("", "instructor", "learner"):
+            raise ValueError(f"{path}:{number}: unknown role {kind!r} (use 'instructor: login')")
+        if not _LOGIN.fullmatch(name) or name == "root":
+            raise ValueError(f"{path}:{number}: {name!r} is not a valid login name")
+        if name in roster.everyone:
+            raise ValueError(f"{path}:{number}: {name} is listed twice")
+        (roster.instructors if kind == "instructor" else roster.learners).append(name)
+    if not roster.learners and not roster.instructors:
+        raise ValueError(f"{path}: no one on the roster")
+    return roster
+
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def ensure_group(name: str) -> int:
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        subprocess.run(["groupadd", name], check=True, capture_output=True, timeout=60)
+        return grp.getgrnam(name).gr_gid
+
+
+def ensure_user(name: str, groups: tuple[str, ...] = ()) -> str | None:
+    """Create system user ``name`` (home 0700) unless it exists; return its new password (None
+    for an existing user, whose password is left alone)."""
+    if user_exists(name):
+        for group in groups:
+            subprocess.run(["usermod", "--append", "--groups", group, name], capture_output=True,
+                           timeout=60, check=True)
+        home = Path(pwd.getpwnam(name).pw_dir)
+        if home.is_dir():
+            os.chmod(home, 0o700)
+        return None
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
+                    *(["--groups", ",".join(groups)] if groups else []), name],
+                   check=True, capture_output=True, timeout=60)
+    os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
+    password = os.environ.get(TEST_PASSWORD_ENV) or secrets.token_urlsafe(12)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True,
+                   capture_output=True, timeout=60)
+    return password
+
+
+def close_answer_key(root: Path = ROOT) -> dict[str, int]:
+    """Remove the "others" permissions from every top-level entry of the clone a learner must not
+    read; return the old modes (path -> mode) of those changed."""
+    changed = {}
+    for entry in sorted(root.iterdir()):
+        if entry.name in LEARNER_VISIBLE or entry.is_symlink():
+            continue
+        mode = stat.S_IMODE(entry.stat().st_mode)
+        if mode & 0o007:
+            os.chmod(entry, mode & ~0o007)
+            changed[str(entry)] = mode
+    return changed
+
+
+def _usable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can run ``path`` (it and every folder above it)."""
+    path = path.resolve()
+    if not path.stat().st_mode & stat.S_IXOTH:
+        return False
+    return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.parents)
+
+
+def learner_python(state: "State") -> Path:
+    """The interpreter the users' servers and kernels run: the course venv's when everyone may run
+    it; else (a venv built from a Python under root's home, like pyenv's) a small venv in the state
+    folder made from the system's python3.X of the same version, that adds the course venv's
+    packages (``site.addsitedir`` in a .pth file, so the editable ``raylab`` install comes too)."""
+    if _usable_by_others(VENV_BIN / "python"):
+        return VENV_BIN / "python"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = Path("/usr/bin") / version
+    if not system.exists() or not _usable_by_others(system):
+        raise SystemExit(f"{VENV_BIN / 'python'} cannot be run by other users and there is no "
+                         f"{system}: rebuild the venv with `make setup PYTHON=<a python3 every user may run>`")
+    venv = state.root / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True,
+                       capture_output=True, timeout=120)
+    site_packages = Path(sysconfig_path("purelib"))
+    pth = venv / "lib" / version / "site-packages" / "raylab-course.pth"
+    pth.write_text(f"import site; site.addsitedir({str(site_packages)!r})\n")
+    return python
+
+
+def sysconfig_path(name: str) -> str:
+    import sysconfig
+
+    return sysconfig.get_paths()[name]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mkdir(path: Path, mode: int, gid: int = 0) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, 0, gid)
+    os.chmod(path, mode)
+    return path
+
+
+@dataclass
+class State:
+    """The state folder's layout."""
+    root: Path
+    instructor_group: str = INSTRUCTOR_GROUP
+
+    @property
+    def hub(self) -> Path:
+        return self.root / "hub"
+
+    @property
+    def course(self) -> Path:
+        return self.root / "course"
+
+    @property
+    def exchange(self) -> Path:
+        return self.root / "exchange"
+
+    @property
+    def learner_config(self) -> Path:
+        return self.root / "learner-config"
+
+    @property
+    def instructor_config(self) -> Path:
+        return self.root / "instructor-config"
+
+
+def _nbgrader_exchange_config(state: State) -> str:
+    return (f"c = get_config()  # noqa: F821\n"
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            f"c.Exchange.root = {str(state.exchange)!r}\n")
+
+
+def lay_out(state: State, roster: Roster) -> None:
+    _mkdir(state.root, 0o755)
+    _mkdir(state.hub, 0o700)
+    _mkdir(state.course, 0o2770, grp.getgrnam(state.instructor_group).gr_gid)
+    _mkdir(state.exchange, 0o1777)
+    # Learners: the learner JupyterLab (no Create Assignment, no formgrader, no course list) and
+    # nbgrader's course id + exchange, for the Assignments tab and Validate.
+    if state.learner_config.exists():
+        shutil.rmtree(state.learner_config)
+    shutil.copytree(LEARNER_JUPYTER_CONFIG, state.learner_config)
+    (state.learner_config / "nbgrader_config.py").write_text(_nbgrader_exchange_config(state))
+    for path in [state.learner_config, *state.learner_config.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    # Instructors: nbgrader's defaults (formgrader on) with this course folder.
+    course_config = (_nbgrader_exchange_config(state)
+                     + f"c.CourseDirectory.root = {str(state.course)!r}\n"
+                     + f"c.CourseDirectory.db_url = 'sqlite:///{state.course}/gradebook.db'\n"
+                     + "c.CourseDirectory.groupshared = True\n")
+    _mkdir(state.instructor_config, 0o750, grp.getgrnam(state.instructor_group).gr_gid)
+    (state.instructor_config / "nbgrader_config.py").write_text(course_config)
+    (state.course / "nbgrader_config.py").write_text(course_config)
+
+
+def release(state: State, labs: list[str]) -> None:
+    """Copy each lab's source and learner notebook into the course folder, release it."""
+    for lab in labs:
+        for sub, origin in (("source", ROOT / "solutions" / lab), ("release", ROOT / "notebooks" / lab)):
+            dest = state.course / sub / lab
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(origin, dest)
+        subprocess.run([str(VENV_BIN / "nbgrader"), "release_assignment", lab, "--force",
+                        f"--course={COURSE_ID}"], cwd=state.course, check=True, timeout=300,
+                       capture_output=True, env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
+    # nbgrader makes the exchange root 0777 and inbound 2733: add the sticky bit so that nobody
+    # removes or renames what somebody else put there.
+    os.chmod(state.exchange, 0o1777)
+    inbound = state.exchange / COURSE_ID / "inbound"
+    if inbound.exists():
+        os.chmod(inbound, 0o3733)
+    # The course folder belongs to the instructors' group (formgrader writes there as them).
+    gid = grp.getgrnam(state.instructor_group).gr_gid
+    for path in [state.course, *state.course.rglob("*")]:
+        os.chown(path, 0, gid, follow_symlinks=False)
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        os.chmod(path, (mode | 0o2070) & 0o2770 if path.is_dir() else (mode | 0o060) & 0o770)
+
+
+def write_hub_config(state: State, roster: Roster, ip: str, port: int) -> Path:
+    settings = {
+        "root": str(ROOT), "python": str(learner_python(state)), "proxy": str(PROXY),
+        "venv_prefix": sys.prefix,
+        "state": str(state.root), "hub_dir": str(state.hub), "course": str(state.course),
+        "learner_config": str(state.learner_config),
+        "instructor_config": str(state.instructor_config),
+        "ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
+        "learners": roster.learners, "instructors": roster.instructors, "course_id": COURSE_ID,
+    }
+    (state.hub / "workshop.json").write_text(json.dumps(settings, indent=2))
+    config = state.hub / "jupyterhub_config.py"
+    config.write_text(
+        "# Written by `make workshop` (grader/workshop.py); rewritten at every start.\n"
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from grader.workshop_hub import configure\n"
+        f"configure(get_config(), json.load(open({str(state.hub / 'workshop.json')!r})))  # noqa: F821\n")
+    return config
+
+
+def install_proxy() -> None:
+    if not PROXY.exists():
+        subprocess.run(["npm", "ci", "--prefix", str(HUB_NODE_DIR), "--no-audit", "--no-fund"],
+                       check=True, timeout=600)
+
+
+def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str]) -> Path:
+    if os.geteuid() != 0:
+        raise SystemExit("make workshop creates system users and runs the hub as root: run it as root")
+    install_proxy()
+    ensure_group(state.instructor_group)
+    new_passwords = {}
+    for name in roster.everyone:
+        groups = (state.instructor_group,) if name in roster.instructors else ()
+        if (password := ensure_user(name, groups)):
+            new_passwords[name] = password
+    closed = close_answer_key()
+    lay_out(state, roster)
+    if new_passwords:
+        passwords = state.hub / "passwords.txt"
+        fd = os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a") as handle:
+            handle.writelines(f"{name} {pw}\n" for name, pw in new_passwords.items())
+        print(f"[workshop] {len(new_passwords)} new account(s); passwords in {passwords} (root only)")
+    if closed:
+        print(f"[workshop] closed to other users: {', '.join(Path(p).name for p in closed)}")
+    release(state, labs)
+    print(f"[workshop] released {len(labs)} lab(s) to the exchange {state.exchange}")
+    return write_hub_config(state, roster, ip, port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from grader.course import labs as course_labs
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--roster", required=True, help="one learner a line; 'instructor: login' lines")
+    parser.add_argument("--state", default=str(DEFAULT_STATE), help="state folder (default %(default)s)")
+    parser.add_argument("--ip", default=os.environ.get("HUB_IP") or "127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT") or 8000))
+    parser.add_argument("--labs", nargs="*", help="labs to release (default: all)")
+    parser.add_argument("--instructor-group", default=INSTRUCTOR_GROUP)
+    parser.add_argument("--no-start", action="store_true", help="set up only")
+    args = parser.parse_args(argv)
+    config = set_up(read_roster(args.roster), State(Path(args.state).resolve(), args.instructor_group), ip=args.ip,
+                    port=args.port, labs=args.labs or course_labs())
+    if args.no_start:
+        return 0
+    print(f"[workshop] JupyterHub on http://{args.ip}:{args.port}", flush=True)
+    os.chdir(config.parent)
+    os.execv(str(VENV_BIN / "jupyterhub"), [str(VENV_BIN / "jupyterhub"), "-f", str(config)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

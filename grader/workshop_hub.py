@@ -1,0 +1,92 @@
+"""What the workshop's ``jupyterhub_config.py`` configures (written by :mod:`grader.workshop`).
+
+- PAM login (JupyterHub's default authenticator) for the roster's accounts only; instructors are
+  the hub's admins. State (sqlite database, cookie secret, proxy pid) lives in the state folder's
+  ``hub/``, so a restarted hub keeps its users and sessions.
+- Each user's server (``jupyterhub.singleuser`` with the course's packages, run by
+  :func:`grader.workshop.learner_python`) runs as that system user, from their home folder (instructors: from the course folder, for formgrader).
+- Learners get the learner JupyterLab (``workshop/learner-jupyter-config``: no Create Assignment,
+  no formgrader, no course list) and nbgrader's exchange for the Assignments tab and Validate.
+- Every server gets its own Ray temp folder (``RAY_TMPDIR``, read by Ray 2.58.0's
+  ``get_default_system_temp_dir``; Ray's default ``/tmp/ray`` is one folder for the whole machine)
+  and ``TMPDIR`` in the user's home (0700), and Ray's token authentication:
+  ``RAYLAB_RAY_AUTH=token`` + ``RAY_AUTH_MODE=token`` + a token file only that user can read.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+from pathlib import Path
+
+
+def _user_dir(path: Path, uid: int, gid: int, mode: int = 0o700) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+    return path
+
+
+def user_environment(name: str, settings: dict) -> dict:
+    """The environment of ``name``'s single-user server (creates its per-user folders)."""
+    entry = pwd.getpwnam(name)
+    home = Path(entry.pw_dir)
+    tmp = _user_dir(home / ".raylab-tmp", entry.pw_uid, entry.pw_gid)
+    token_dir = _user_dir(home / ".ray", entry.pw_uid, entry.pw_gid)
+    token = token_dir / "auth_token"
+    if not token.exists() or not token.read_text().strip():
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    os.chown(token, entry.pw_uid, entry.pw_gid)
+    os.chmod(token, 0o600)
+    instructor = name in settings["instructors"]
+    return {
+        "PATH": f"{os.path.dirname(settings['python'])}:/usr/local/bin:/usr/bin:/bin",
+        # The role's configuration first, then the course venv's (its enabled server extensions
+        # and lab extensions), which a server run by another interpreter would not find.
+        "JUPYTER_CONFIG_PATH": os.pathsep.join([
+            settings["instructor_config" if instructor else "learner_config"],
+            os.path.join(settings["venv_prefix"], "etc", "jupyter")]),
+        "JUPYTER_PATH": os.path.join(settings["venv_prefix"], "share", "jupyter"),
+        "RAY_TMPDIR": str(tmp),
+        "TMPDIR": str(tmp),
+        "RAYLAB_RAY_AUTH": "token",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAYLAB_WORKSHOP": "1",
+    }
+
+
+def configure(c, settings: dict) -> None:
+    hub_dir = settings["hub_dir"]
+    c.JupyterHub.ip = settings["ip"]
+    c.JupyterHub.port = settings["port"]
+    c.JupyterHub.hub_ip = "127.0.0.1"
+    c.JupyterHub.hub_port = settings["hub_port"]
+    c.JupyterHub.db_url = f"sqlite:///{hub_dir}/jupyterhub.sqlite"
+    c.JupyterHub.cookie_secret_file = f"{hub_dir}/jupyterhub_cookie_secret"
+    c.JupyterHub.pid_file = f"{hub_dir}/jupyterhub.pid"
+    c.JupyterHub.cleanup_servers = True
+    c.ConfigurableHTTPProxy.command = [settings["proxy"]]
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{settings['proxy_api_port']}"
+    c.ConfigurableHTTPProxy.pid_file = f"{hub_dir}/proxy.pid"
+
+    c.JupyterHub.authenticator_class = "pam"
+    c.PAMAuthenticator.open_sessions = False
+    c.Authenticator.allowed_users = set(settings["learners"]) | set(settings["instructors"])
+    c.Authenticator.admin_users = set(settings["instructors"])
+
+    c.JupyterHub.spawner_class = "localprocess"
+    c.Spawner.cmd = [settings["python"], "-m", "jupyterhub.singleuser"]
+    c.Spawner.default_url = "/lab"
+    c.Spawner.start_timeout = 120
+    c.Spawner.http_timeout = 120
+
+    def pre_spawn_hook(spawner):
+        name = spawner.user.name
+        spawner.environment = {**spawner.environment, **user_environment(name, settings)}
+        spawner.notebook_dir = (settings["course"] if name in settings["instructors"]
+                                else pwd.getpwnam(name).pw_dir)
+
+    c.Spawner.pre_spawn_hook = pre_spawn_hook
