@@ -243,17 +243,46 @@ def lay_out(state: State, roster: Roster) -> None:
     (state.course / "nbgrader_config.py").write_text(course_config)
 
 
-def release(state: State, labs: list[str]) -> None:
-    """Copy each lab's source and learner notebook into the course folder, release it."""
+def _nbgrader_api(state: State, **coursedir):
+    """nbgrader's own API (what formgrader calls) on the course folder's configuration, in this
+    process: each ``nbgrader`` command would import nbgrader again (seconds each on 2 cores)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(state.course)).load_config()
+    for key, value in coursedir.items():
+        setattr(config.CourseDirectory, key, value)
+    config.ExchangeReleaseAssignment.force = True  # releasing again replaces the lab's release
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def _check(result: dict, what: str) -> None:
+    if not result.get("success"):
+        raise RuntimeError(f"{what} failed: {result.get('error') or result.get('log')}")
+
+
+def release(state: State, labs: list[str], learners: list[str]) -> None:
+    """Fill the course folder's gradebook (learners; each lab's cells, from ``nbgrader
+    generate_assignment`` of the lab's source into a throw-away folder), put the course's learner
+    notebooks (``notebooks/<lab>``, what ``grader.release`` published) in its release folder and
+    release them to the exchange (``nbgrader release_assignment``)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{state.course}/gradebook.db") as gradebook:
+        for name in learners:
+            gradebook.update_or_create_student(name)
+    generator = _nbgrader_api(state, release_directory=".generated")
+    releaser = _nbgrader_api(state)
     for lab in labs:
         for sub, origin in (("source", ROOT / "solutions" / lab), ("release", ROOT / "notebooks" / lab)):
             dest = state.course / sub / lab
             if dest.exists():
                 shutil.rmtree(dest)
             shutil.copytree(origin, dest)
-        subprocess.run([str(VENV_BIN / "nbgrader"), "release_assignment", lab, "--force",
-                        f"--course={COURSE_ID}"], cwd=state.course, check=True, timeout=300,
-                       capture_output=True, env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
+        _check(generator.generate_assignment(lab, force=True), f"generate_assignment {lab}")
+        _check(releaser.release_assignment(lab), f"release_assignment {lab}")
+    shutil.rmtree(state.course / ".generated", ignore_errors=True)
     # nbgrader makes the exchange root 0777 and inbound 2733: add the sticky bit so that nobody
     # removes or renames what somebody else put there.
     os.chmod(state.exchange, 0o1777)
@@ -299,6 +328,8 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str])
     if os.geteuid() != 0:
         raise SystemExit("make workshop creates system users and runs the hub as root: run it as root")
     install_proxy()
+    # nbgrader runs console scripts of its environment (alembic) by name.
+    os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
     ensure_group(state.instructor_group)
     new_passwords = {}
     for name in roster.everyone:
@@ -315,7 +346,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str])
         print(f"[workshop] {len(new_passwords)} new account(s); passwords in {passwords} (root only)")
     if closed:
         print(f"[workshop] closed to other users: {', '.join(Path(p).name for p in closed)}")
-    release(state, labs)
+    release(state, labs, roster.learners)
     print(f"[workshop] released {len(labs)} lab(s) to the exchange {state.exchange}")
     return write_hub_config(state, roster, ip, port)
 
