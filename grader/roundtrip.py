@@ -117,19 +117,12 @@ def _workers() -> int:
     return max(1, int(os.environ.get("RAYLAB_ROUNDTRIP_WORKERS", "2")))
 
 
-def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
-    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` (the
-    class grader's path), ``workers`` at a time; every score is also merged into
-    ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports)."""
-    start = time.monotonic()
-    workers = workers or _workers()
-    grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
-    problems = []
-
-    # Variant "full" is the lab as released. When the lab has heavy demo cells that no test reads,
-    # the wrong-answer rounds use variant "trimmed", which leaves them out (grader.trim), and the
-    # solution is graded in both variants: full marks in "trimmed" too proves that nothing a test
-    # depends on was left out, so a mutant's lost points cannot come from a skipped demo.
+def _templates(lab: str, grading_dir: Path, workers: int):
+    """Variant "full" is the lab as released. When the lab has heavy demo cells that no test reads,
+    the wrong-answer rounds use variant "trimmed", which leaves them out (grader.trim), and the
+    solution is graded in both variants: full marks in "trimmed" too proves that nothing a test
+    depends on was left out, so a mutant's lost points cannot come from a skipped demo.
+    Returns (skipped cells, {variant: source folder}, {variant: generated template}) or an error."""
     full_nb = nbformat.read(course.solution_path(lab), as_version=4)
     skipped = _heavy_skippable(full_nb) if workers > 1 else []
     variants = {"full": None}
@@ -143,10 +136,14 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
         template = grading_dir if variant == "full" else grading_dir / "templates" / variant
         gen = course.generate(lab, template, release_dir=template / "release", source_dir=source)
         if gen.returncode != 0:
-            return RoundTrip(lab, 0.0, {}, [], [f"generate_assignment ({variant}) failed:\n{gen.output[-2000:]}"])
+            return f"generate_assignment ({variant}) failed:\n{gen.output[-2000:]}"
         templates[variant] = template
-    wrong_variant = "trimmed" if skipped else "full"
+    return skipped, variants, templates
 
+
+def _submissions(lab: str, skipped: list) -> dict:
+    """student -> (answer sources or None, {answer: mutant name}, variant)."""
+    wrong_variant = "trimmed" if skipped else "full"
     submissions = {"solution": (mutants.answer_sources(lab), {}, "full"),
                    "untouched": (None, {}, wrong_variant)}
     for k, rnd in enumerate(mutants.rounds(lab)):
@@ -154,7 +151,44 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
                                       {a: m.name for a, m in rnd.items()}, wrong_variant)
     if skipped:
         submissions["solution_trimmed"] = (mutants.answer_sources(lab), {}, "trimmed")
+    return submissions
 
+
+def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path):
+    """(graded, leftover processes, problems of the grading itself) from the autograde results."""
+    graded, leftover, problems = {}, [], []
+    for student, res in results.items():
+        if res["status"] != "graded":
+            problems.append(f"{student}: not graded ({res['reason']}):\n{res['log_tail'][-3000:]}")
+        if res["leftover_killed"]:
+            leftover.append(f"{student}: {res['leftover_killed']} process(es)")
+            problems.append(f"{student}: {res['leftover_killed']} process(es) left after grading")
+        if student.startswith("solution") and [f for f in res["flags"] if "without the sandbox" not in f]:
+            problems.append(f"{student}: flagged for review: {res['flags']}")
+        if not res["scores"]:
+            problems.append(f"{student}: no scores")
+            continue
+        gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
+        scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
+        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
+        errors = _errors(autograded) if autograded else {}
+        visible = _visible_failures(autograded) if autograded else {}
+        graded[student] = Graded(student, scores, errors, submissions[student][1], visible)
+    return graded, leftover, problems
+
+
+def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
+    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` (the
+    class grader's path), ``workers`` at a time; every score is also merged into
+    ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports)."""
+    start = time.monotonic()
+    workers = workers or _workers()
+    grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
+    made = _templates(lab, grading_dir, workers)
+    if isinstance(made, str):
+        return RoundTrip(lab, 0.0, {}, [], [made])
+    skipped, variants, templates = made
+    submissions = _submissions(lab, skipped)
     built = {}
     for student, (answers, _, variant) in submissions.items():
         path = grading_dir / "built" / f"{student}.ipynb"
@@ -173,29 +207,17 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     # The class grader's path (grader/autograde.py), one submission per call, `workers` at a time.
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = dict(pool.map(grade, submissions))
-    leftover = []
+    graded, leftover, problems = _collect(lab, results, submissions, grading_dir)
     exercises = mutants.load(lab)
-    graded = {}
-    for student, res in results.items():
-        if res["status"] != "graded":
-            problems.append(f"{student}: not graded ({res['reason']}):\n{res['log_tail'][-3000:]}")
-        if res["leftover_killed"]:
-            leftover.append(f"{student}: {res['leftover_killed']} process(es)")
-            problems.append(f"{student}: {res['leftover_killed']} process(es) left after grading")
-        if student.startswith("solution") and [f for f in res["flags"] if "without the sandbox" not in f]:
-            problems.append(f"{student}: flagged for review: {res['flags']}")
-        if not res["scores"]:
-            problems.append(f"{student}: no scores")
-            continue
-        gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
-        scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
-        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-        errors = _errors(autograded) if autograded else {}
-        visible = _visible_failures(autograded) if autograded else {}
-        graded[student] = Graded(student, scores, errors, submissions[student][1], visible)
+    problems += judge(graded, exercises, skipped)
+    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
+                     visible_catch(graded, exercises))
 
-    auto = {g: s for g, s in graded.get("solution", Graded("", {}, {})).scores.items()
-            if s[0] is not None or s[1]}
+
+# --- the rules: pure functions of the graded results ----------------------------------------------
+def solution_problems(graded: dict, skipped: list) -> list[str]:
+    """The solution (and its trimmed form) must score full marks with no error in any cell."""
+    problems = []
     for sol in (graded.get("solution"), graded.get("solution_trimmed")):
         if not sol:
             continue
@@ -206,12 +228,23 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
             problems.append(f"{sol.student}: error in cell {grade_id}: {ename}: {evalue}")
     if skipped and "solution_trimmed" not in graded:
         problems.append("the solution was not graded with the demo cells left out")
+    if not any(s[0] is not None or s[1] for s in graded.get("solution", Graded("", {}, {})).scores.values()):
+        problems.append("the lab has no autograded cells")
+    return problems
+
+
+def untouched_problems(graded: dict) -> list[str]:
+    """The learner copy as released must score 0 everywhere."""
     untouched = graded.get("untouched")
-    if untouched:
-        for grade_id, (score, _) in untouched.scores.items():
-            if score:
-                problems.append(f"untouched learner copy: {grade_id} scored {score}")
-    for student, g in graded.items():
+    return [f"untouched learner copy: {grade_id} scored {score}"
+            for grade_id, (score, _) in (untouched.scores.items() if untouched else []) if score]
+
+
+def mutant_problems(graded: dict, exercises: dict) -> list[str]:
+    """Each mutant must lose points on every test cell of its exercise, through a failed check
+    (CheckFailed/AssertionError), not a crash: a crash is no proof that the tests catch it."""
+    problems = []
+    for g in graded.values():
         for answer, name in g.mutated.items():
             for test_id in exercises[answer].tests:
                 score, max_score = g.scores.get(test_id, (None, None))
@@ -219,17 +252,19 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
                 if score is None or score >= max_score:
                     problems.append(f"mutant {answer}/{name}: {test_id} scored {score}/{max_score}")
                 elif ename not in CHECK_ERRORS:
-                    # the first failing cell of the notebook is usually the cause (a setup that
-                    # could not start Ray leaves every later name undefined)
+                    # the first failing cell is usually the cause (a setup that could not start
+                    # Ray leaves every later name undefined)
                     first_id, (first_name, first_value) = next(iter(g.errors.items()))
                     cause = (f"; the first error was in {first_id}: {first_name}: {first_value[:200]}"
                              if first_id != test_id else "")
                     problems.append(f"mutant {answer}/{name}: {test_id} failed with {ename}, "
                                     f"not a check (a crash is not proof the tests catch it){cause}")
-    if not auto:
-        problems.append("the lab has no autograded cells")
-    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
-                     visible_catch(graded, exercises))
+    return problems
+
+
+def judge(graded: dict, exercises: dict, skipped: list) -> list[str]:
+    """Every way the autograder can be wrong, as readable problems (empty: right both ways)."""
+    return solution_problems(graded, skipped) + untouched_problems(graded) + mutant_problems(graded, exercises)
 
 
 def report(rt: RoundTrip) -> str:
@@ -248,7 +283,9 @@ def report(rt: RoundTrip) -> str:
     if rt.visible:
         caught, total = (sum(v[i] for v in rt.visible.values()) for i in (0, 1))
         lines.append(f"  visible catch rate: {caught}/{total} mutants ({100 * caught / max(total, 1):.0f} %) "
-                     "fail a check Validate runs")
+                     "fail a check Validate runs"
+                     + (" (a quiz keeps its key hidden: Validate checks only an answer's form)"
+                        if rt.lab.endswith("_quiz") else ""))
         lines += [f"      {answer:<34} {c}/{t}" for answer, (c, t) in rt.visible.items()]
     lines += [f"  PROBLEM: {p}" for p in rt.problems] or ["  OK: autograder right in both directions"]
     return "\n".join(lines)

@@ -35,3 +35,43 @@ def test_visible_catch_counts_each_mutant_once_per_exercise():
         "solution": roundtrip.Graded("solution", {}, {}, {}, {}),
     }
     assert roundtrip.visible_catch(graded, exercises) == {"a_answer": [1, 2], "b_answer": [1, 1]}
+
+
+class _Ex:
+    def __init__(self, tests):
+        self.tests = tests
+
+
+G = roundtrip.Graded
+EXERCISES = {"a_answer": _Ex(["a_tests"])}
+
+
+def test_the_solution_must_score_full_marks_without_errors():
+    ok = {"solution": G("solution", {"a_tests": (2.0, 2.0), "intro": (None, 0.0)}, {})}
+    assert roundtrip.solution_problems(ok, []) == []
+    low = {"solution": G("solution", {"a_tests": (1.0, 2.0)}, {})}
+    assert roundtrip.solution_problems(low, []) == ["solution: a_tests scored 1.0/2.0"]
+    crashed = {"solution": G("solution", {"a_tests": (2.0, 2.0)}, {"demo": ("NameError", "x")})}
+    assert roundtrip.solution_problems(crashed, []) == ["solution: error in cell demo: NameError: x"]
+    assert "not graded with the demo cells left out" in roundtrip.solution_problems(ok, ["demo"])[0]
+    assert roundtrip.solution_problems({"solution": G("solution", {"intro": (None, 0.0)}, {})}, []) == [
+        "the lab has no autograded cells"]
+
+
+def test_the_untouched_copy_must_score_zero():
+    assert roundtrip.untouched_problems({"untouched": G("untouched", {"a_tests": (0.0, 2.0)}, {})}) == []
+    assert roundtrip.untouched_problems({"untouched": G("untouched", {"a_tests": (1.0, 2.0)}, {})}) == [
+        "untouched learner copy: a_tests scored 1.0"]
+
+
+def test_a_mutant_must_lose_points_through_a_failed_check_not_a_crash():
+    caught = G("mutants0", {"a_tests": (0.0, 2.0)}, {"a_tests": ("CheckFailed", "expected 4")}, {"a_answer": "m"})
+    assert roundtrip.mutant_problems({"mutants0": caught}, EXERCISES) == []
+    missed = G("mutants0", {"a_tests": (2.0, 2.0)}, {}, {"a_answer": "m"})
+    assert roundtrip.mutant_problems({"mutants0": missed}, EXERCISES) == ["mutant a_answer/m: a_tests scored 2.0/2.0"]
+    crashed = G("mutants0", {"a_tests": (0.0, 2.0)},
+                {"setup": ("RuntimeError", "Ray did not start"), "a_tests": ("NameError", "lab")}, {"a_answer": "m"})
+    (problem,) = roundtrip.mutant_problems({"mutants0": crashed}, EXERCISES)
+    assert "failed with NameError, not a check" in problem and "first error was in setup" in problem
+    assert roundtrip.judge({"mutants0": missed}, EXERCISES, []) == [
+        "the lab has no autograded cells", "mutant a_answer/m: a_tests scored 2.0/2.0"]
