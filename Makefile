@@ -68,5 +68,18 @@ bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class gra
 gpu-check: $(STAMP)  ## before a GPU workshop: run lab 04's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py
 
+# The room's JupyterHub (docs/workshop.md "The workshop hub"). Its proxy comes from the npm registry,
+# pinned in workshop/hub/package-lock.json and installed there only (Node and npm: Debian's packages).
+HUB_PROXY := workshop/hub/node_modules/.bin/configurable-http-proxy
+
+$(HUB_PROXY): workshop/hub/package.json workshop/hub/package-lock.json
+	npm ci --prefix workshop/hub --no-audit --no-fund
+	touch $(HUB_PROXY)
+
+workshop: $(STAMP) $(HUB_PROXY)  ## as root: JupyterHub for a room: make workshop ROSTER=roster.txt [HUB_IP=..] [HUB_PORT=8000] [STATE=/srv/raylab-workshop] [LABS="00_lab_setup .."]
+	@test -n "$(ROSTER)" || { echo "usage: make workshop ROSTER=roster.txt (one learner login a line, 'instructor: login' lines)"; exit 2; }
+	PYTHONPATH=. $(BIN)/python -m grader.workshop --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
+	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS))
+
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch
