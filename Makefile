@@ -79,7 +79,8 @@ $(HUB_PROXY): workshop/hub/package.json workshop/hub/package-lock.json
 workshop: $(STAMP) $(HUB_PROXY)  ## as root: JupyterHub for a room: make workshop ROSTER=roster.txt [HUB_IP=..] [HUB_PORT=8000] [STATE=/srv/raylab-workshop] [LABS="00_lab_setup .."]
 	@test -n "$(ROSTER)" || { echo "usage: make workshop ROSTER=roster.txt (one learner login a line, 'instructor: login' lines)"; exit 2; }
 	PYTHONPATH=. $(BIN)/python -m grader.workshop --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
-	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS))
+	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS)) \
+	  $(if $(HUB_SSL_CERT),--ssl-cert $(HUB_SSL_CERT) --ssl-key $(HUB_SSL_KEY))
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch

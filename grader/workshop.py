@@ -297,7 +297,8 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
         os.chmod(path, (mode | 0o2070) & 0o2770 if path.is_dir() else (mode | 0o060) & 0o770)
 
 
-def write_hub_config(state: State, roster: Roster, ip: str, port: int) -> Path:
+def write_hub_config(state: State, roster: Roster, ip: str, port: int,
+                     ssl_cert: str | None = None, ssl_key: str | None = None) -> Path:
     settings = {
         "root": str(ROOT), "python": str(learner_python(state)), "proxy": str(PROXY),
         "venv_prefix": sys.prefix,
@@ -306,6 +307,7 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int) -> Path:
         "instructor_config": str(state.instructor_config),
         "ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
         "learners": roster.learners, "instructors": roster.instructors, "course_id": COURSE_ID,
+        "ssl_cert": ssl_cert, "ssl_key": ssl_key,
     }
     (state.hub / "workshop.json").write_text(json.dumps(settings, indent=2))
     config = state.hub / "jupyterhub_config.py"
@@ -324,7 +326,8 @@ def install_proxy() -> None:
                        check=True, timeout=600)
 
 
-def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str]) -> Path:
+def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
+           ssl_cert: str | None = None, ssl_key: str | None = None) -> Path:
     if os.geteuid() != 0:
         raise SystemExit("make workshop creates system users and runs the hub as root: run it as root")
     install_proxy()
@@ -348,7 +351,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str])
         print(f"[workshop] closed to other users: {', '.join(Path(p).name for p in closed)}")
     release(state, labs, roster.learners)
     print(f"[workshop] released {len(labs)} lab(s) to the exchange {state.exchange}")
-    return write_hub_config(state, roster, ip, port)
+    return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,13 +364,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT") or 8000))
     parser.add_argument("--labs", nargs="*", help="labs to release (default: all)")
     parser.add_argument("--instructor-group", default=INSTRUCTOR_GROUP)
+    parser.add_argument("--ssl-cert", default=os.environ.get("HUB_SSL_CERT"), help="TLS certificate (PEM)")
+    parser.add_argument("--ssl-key", default=os.environ.get("HUB_SSL_KEY"), help="its private key")
     parser.add_argument("--no-start", action="store_true", help="set up only")
     args = parser.parse_args(argv)
     config = set_up(read_roster(args.roster), State(Path(args.state).resolve(), args.instructor_group), ip=args.ip,
-                    port=args.port, labs=args.labs or course_labs())
+                    port=args.port, labs=args.labs or course_labs(), ssl_cert=args.ssl_cert,
+                    ssl_key=args.ssl_key)
     if args.no_start:
         return 0
-    print(f"[workshop] JupyterHub on http://{args.ip}:{args.port}", flush=True)
+    scheme = "https" if args.ssl_cert else "http"
+    print(f"[workshop] JupyterHub on {scheme}://{args.ip}:{args.port}", flush=True)
     os.chdir(config.parent)
     os.execv(str(VENV_BIN / "jupyterhub"), [str(VENV_BIN / "jupyterhub"), "-f", str(config)])
 

@@ -68,6 +68,9 @@ def configure(c, settings: dict) -> None:
     c.JupyterHub.cookie_secret_file = f"{hub_dir}/jupyterhub_cookie_secret"
     c.JupyterHub.pid_file = f"{hub_dir}/jupyterhub.pid"
     c.JupyterHub.cleanup_servers = True
+    if settings.get("ssl_cert"):
+        c.JupyterHub.ssl_cert = settings["ssl_cert"]
+        c.JupyterHub.ssl_key = settings["ssl_key"]
     c.ConfigurableHTTPProxy.command = [settings["proxy"]]
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{settings['proxy_api_port']}"
     c.ConfigurableHTTPProxy.pid_file = f"{hub_dir}/proxy.pid"

@@ -105,22 +105,12 @@ def hub():
             [sys.executable, "-m", "grader.workshop", "--roster", str(roster), "--state", str(state),
              "--port", str(port), "--labs", LAB, "--instructor-group", group],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    hub = Hub(f"http://127.0.0.1:{port}", state, learners, instructor, proc, log)
     try:
-        deadline = time.monotonic() + 150
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the hub exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-            try:
-                if requests.get(f"{url}/hub/api", timeout=3).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the hub did not answer within 150 s:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-        yield Hub(url, state, learners, instructor, proc, log)
+        _wait_for_api(hub, 150)
+        yield hub
     finally:
+        proc = hub.proc  # the restart test replaces it
         try:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
@@ -284,11 +274,41 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     assert "BEGIN HIDDEN TESTS" in (ROOT / "solutions" / LAB / f"{LAB}.ipynb").read_text()
 
 
+def _wait_for_api(hub: Hub, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if hub.proc.poll() is not None:
+            pytest.fail(f"the hub exited ({hub.proc.returncode}):\n{hub.log.read_text()[-3000:]}")
+        try:
+            if requests.get(f"{hub.url}/hub/api", timeout=3).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"the hub did not answer within {seconds:g} s:\n{hub.log.read_text()[-3000:]}")
+        time.sleep(1)
+
+
 def test_hub_state_survives_a_restart(hub):
+    """Stop the hub and start it again on the same state folder: a learner's login cookie is still
+    good (same cookie secret, same database), and the state stays root-only."""
     hub_dir = hub.state / "hub"
-    assert (hub_dir / "jupyterhub.sqlite").exists()
     secret = hub_dir / "jupyterhub_cookie_secret"
     assert secret.exists() and stat.S_IMODE(secret.stat().st_mode) == 0o600
     assert stat.S_IMODE(hub_dir.stat().st_mode) == 0o700
-    settings = json.loads((hub_dir / "workshop.json").read_text())
-    assert settings["ip"] == "127.0.0.1"
+    assert json.loads((hub_dir / "workshop.json").read_text())["ip"] == "127.0.0.1"
+    name = hub.learners[1]
+    session, reply = _login(hub, name)
+    assert reply.status_code == 302
+    assert session.get(f"{hub.url}/hub/api/user", timeout=30).json()["name"] == name
+    before = secret.read_bytes()
+    os.killpg(hub.proc.pid, signal.SIGTERM)
+    hub.proc.wait(timeout=60)
+    with open(hub.log, "a") as out:
+        hub.proc = subprocess.Popen(
+            [str(workshop.VENV_BIN / "jupyterhub"), "-f", str(hub_dir / "jupyterhub_config.py")],
+            cwd=hub_dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_for_api(hub, 120)
+    assert secret.read_bytes() == before
+    again = session.get(f"{hub.url}/hub/api/user", timeout=30)
+    assert again.status_code == 200 and again.json()["name"] == name
