@@ -51,6 +51,7 @@ class Hub:
     instructor: str
     proc: subprocess.Popen
     log: Path
+    auth: dict = None  # login -> API headers of that user's token (filled by _start_server)
 
 
 def _free_port() -> int:
@@ -158,6 +159,7 @@ def _start_server(hub: Hub, name: str) -> dict:
     while time.monotonic() < deadline:
         user = requests.get(f"{hub.url}/hub/api/users/{name}", headers=auth, timeout=30).json()
         if user.get("servers", {}).get("", {}).get("ready"):
+            hub.auth = {**(hub.auth or {}), name: auth}
             return auth
         time.sleep(1)
     pytest.fail(f"{name}'s server did not start within 120 s:\n{hub.log.read_text()[-3000:]}")
@@ -255,6 +257,7 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
               ROOT / ".git" / "HEAD", ROOT / "tests", course, course / "gradebook.db",
               course / "source" / LAB / f"{LAB}.ipynb", hub.state / "hub" / "jupyterhub.sqlite",
               hub.state / "hub" / "passwords.txt", other_home, secret,
+              hub.state / "exchange" / workshop.COURSE_ID / "inbound",
               other_home / ".ray" / "auth_token"]
     released = hub.state / "exchange" / workshop.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
     opened = [ROOT / "notebooks" / LAB / f"{LAB}.ipynb", released]
@@ -272,6 +275,28 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     assert seen["hidden_test_text_in"] == []
     # The probe's search is not blind: root finds the hidden tests in the clone and the course.
     assert "BEGIN HIDDEN TESTS" in (ROOT / "solutions" / LAB / f"{LAB}.ipynb").read_text()
+
+
+def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
+    """The calls JupyterLab's Assignments tab makes (fetch, submit), on the learner's own server,
+    then the instructor's collect (nbgrader's API on the course folder, as `nbgrader collect`)."""
+    name = hub.learners[0]
+    auth = (hub.auth or {}).get(name) or _start_server(hub, name)
+    base = f"{hub.url}/user/{name}/assignments"
+    course = {"assignment_id": LAB, "course_id": workshop.COURSE_ID}
+    fetched = requests.post(f"{base}/fetch", data=course, headers=auth, timeout=120)
+    assert fetched.status_code == 200, fetched.text[:500]
+    entry = pwd.getpwnam(name)
+    notebook = Path(entry.pw_dir) / LAB / f"{LAB}.ipynb"
+    assert notebook.stat().st_uid == entry.pw_uid
+    assert "BEGIN HIDDEN TESTS" not in notebook.read_text()
+    submitted = requests.post(f"{base}/submit", data=course, headers=auth, timeout=120)
+    assert submitted.status_code == 200, submitted.text[:500]
+    assert any(a["status"] == "submitted" for a in submitted.json()["value"]), submitted.text[:500]
+    result = workshop._nbgrader_api(workshop.State(hub.state)).collect(LAB)
+    assert result["success"], result
+    collected = hub.state / "course" / "submitted" / name / LAB / f"{LAB}.ipynb"
+    assert collected.exists(), sorted(str(p) for p in (hub.state / "course").rglob("*"))[:40]
 
 
 def _wait_for_api(hub: Hub, seconds: float) -> None:
