@@ -277,6 +277,15 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     assert "BEGIN HIDDEN TESTS" in (ROOT / "solutions" / LAB / f"{LAB}.ipynb").read_text()
 
 
+def test_instructor_gets_formgrader_on_the_course(hub):
+    auth = _start_server(hub, hub.instructor)
+    base = f"{hub.url}/user/{hub.instructor}"
+    assert requests.get(f"{base}/formgrader", headers=auth, timeout=120).status_code == 200
+    listing = requests.get(f"{base}/formgrader/api/assignments", headers=auth, timeout=120)
+    assert listing.status_code == 200, listing.text[:500]
+    assert LAB in {a["name"] for a in listing.json()}, listing.text[:500]
+
+
 def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
     """The calls JupyterLab's Assignments tab makes (fetch, submit), on the learner's own server,
     then the instructor's collect (nbgrader's API on the course folder, as `nbgrader collect`)."""
