@@ -47,7 +47,7 @@ def test_run_bounded_turns_errors_into_checks_and_restores_the_environment(monke
     def none_checkpoint():
         return None.path
 
-    with pytest.raises(CheckFailed, match="result.checkpoint is None"):
+    with pytest.raises(CheckFailed, match="result.checkpoint and"):
         driver_checks.run_bounded(none_checkpoint)
 
 
@@ -64,3 +64,15 @@ def test_train_run_picture_names_every_process():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_run_bounded_hints_at_none_metrics_too(monkeypatch):
+    import raylab.capstone_checks as cc
+
+    monkeypatch.setattr(cc, "actor_ids", lambda: set())
+
+    def none_metrics():
+        return None["val_accuracy"]
+
+    with pytest.raises(CheckFailed, match="carried a checkpoint"):
+        driver_checks.run_bounded(none_metrics)

@@ -60,9 +60,9 @@ def run_bounded(fn, *args, timeout_s: float = 30.0, **kwargs):
                               f"{_first_line(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - the learner's driver code raised: say what
             hint = ""
-            if isinstance(exc, AttributeError) and "NoneType" in str(exc):
-                hint = ("\nHint: a Result field was None; result.checkpoint is None when no "
-                        "ray.train.report call carried a checkpoint")
+            if isinstance(exc, (AttributeError, TypeError)) and "NoneType" in str(exc):
+                hint = ("\nHint: a Result field was None; in Train V2 result.checkpoint and "
+                        "result.metrics are None when no ray.train.report call carried a checkpoint")
             raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} raised "
                               f"{_first_line(exc)}{hint}") from None
     return out, worker_group_sizes(exclude=before)
