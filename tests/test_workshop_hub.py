@@ -84,7 +84,7 @@ def _processes_of(users: list[str]) -> list:
 
 
 @pytest.fixture(scope="module")
-def hub():
+def hub(tmp_path_factory):
     if not workshop.PROXY.exists():
         if not shutil.which("npm"):
             pytest.skip("npm (Debian's nodejs/npm) is needed for configurable-http-proxy")
@@ -97,7 +97,7 @@ def hub():
     os.chmod(state, 0o755)
     roster = state.with_name(state.name + "-roster.txt")
     roster.write_text("# test roster\n" + "\n".join(learners) + f"\ninstructor: {instructor}\n")
-    log = state.with_name(state.name + "-hub.log")
+    log = tmp_path_factory.mktemp("workshop-hub") / "hub.log"  # pytest's root-only folder
     modes = _top_level_modes()
     port = _free_port()
     env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
