@@ -51,7 +51,7 @@ prove: $(STAMP)  ## prove one lab's grader both ways: make prove LAB=03_checkpoi
 	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
-	PYTHONPATH=. $(BIN)/python -m grader.check
+	PYTHONPATH=. $(BIN)/python -m grader.run_solutions
 
 bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory of Ray processes, Ray start-up share
 	PYTHONPATH=. $(BIN)/python -m grader.bench

@@ -1,6 +1,6 @@
 """``make bench``: the course benchmark. Per lab: seconds, peak memory, and the share of Ray start-up.
 
-Every solution notebook is executed headless, as ``make check`` does (``grader.check.run_notebook``,
+Every solution notebook is executed headless, as ``make check`` does (``grader.run_solutions.run_notebook``,
 learner mode unless ``--grading``). While a lab runs, a thread samples the resident memory of every
 process this benchmark started (the kernel and the whole local Ray cluster below it) every 0.2 s.
 The result is a markdown table on stdout and a JSON file under ``.scratch/`` (git-ignored).
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader import course
-from grader.check import run_notebook
+from grader.run_solutions import run_notebook
 
 SCRATCH = course.ROOT / ".scratch"
 CLUSTER_START = re.compile(r"\b(raylab\.setup|raylab\.start_cluster|start_cluster|ray\.init)\(")

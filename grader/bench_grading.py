@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import check, classgrade, course, mutants, synthetic
+from grader import classgrade, course, mutants, run_solutions, synthetic
 
 
 def main(argv=None) -> int:
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     students = {f"s{i:03d}": kinds[i % len(kinds)] for i in range(args.n)}
 
     start = time.monotonic()
-    status, _, _ = check.run_notebook(course.solution_path(args.lab), grading=True)
+    status, _, _ = run_solutions.run_notebook(course.solution_path(args.lab), grading=True)
     bare = time.monotonic() - start
     print(f"bare execution of {args.lab} (grading mode): {bare:.1f} s ({status})", flush=True)
 
