@@ -21,7 +21,6 @@ rest of the class.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import hashlib
 import json
@@ -35,7 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import autograde, course, gradebook, isolation
+from grader import autograde, class_exports, course, gradebook, isolation
 
 DEFAULT_TIMEOUT_S = 900
 # Half the cores, at least 2 (README's figure on 2 cores): a lab saturates 2 cores only part of
@@ -183,20 +182,12 @@ class ClassGrader:
                                  nbgrader_args=self.course_args)
 
     def _run_local(self, todo, templates):
-        progress = Progress(len(todo))
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pending = {}
-            queue = list(todo)
-            while (queue or pending) and not (self._stop.is_set() and not pending):
-                while queue and len(pending) < self.workers and not self._stop.is_set():
-                    unit = queue.pop(0)
-                    pending[pool.submit(grade_unit, *self._args(unit, templates), self._options())] = unit
-                finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    unit = pending.pop(fut)
-                    result = _result_or_failure(fut.result, unit)
-                    self.record(unit, result)
-                    progress.step(unit, result)
+            self._schedule(
+                todo,
+                submit=lambda unit: pool.submit(grade_unit, *self._args(unit, templates), self._options()),
+                wait_some=lambda handles: wait(handles, timeout=1.0, return_when=FIRST_COMPLETED)[0],
+                fetch=lambda future: future.result())
 
     def _run_ray(self, todo, templates):
         import ray
@@ -206,61 +197,32 @@ class ClassGrader:
             # Each task decides on its own node whether that node can sandbox (sandbox=None).
             remote = ray.remote(num_cpus=2, max_retries=0)(grade_unit)
             options = dataclasses.replace(self._options(), sandbox=None)
-            progress = Progress(len(todo))
-            queue, pending = list(todo), {}
-            while (queue or pending) and not (self._stop.is_set() and not pending):
-                while queue and len(pending) < self.workers and not self._stop.is_set():
-                    unit = queue.pop(0)
-                    pending[remote.remote(*self._args(unit, templates), options)] = unit
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-                for ref in ready:
-                    unit = pending.pop(ref)
-                    result = _result_or_failure(lambda: ray.get(ref), unit)
-                    self.record(unit, result)
-                    progress.step(unit, result)
+            self._schedule(
+                todo,
+                submit=lambda unit: remote.remote(*self._args(unit, templates), options),
+                wait_some=lambda handles: ray.wait(handles, num_returns=1, timeout=1.0)[0],
+                fetch=ray.get)
         finally:
             ray.shutdown()
 
+    def _schedule(self, todo, *, submit, wait_some, fetch) -> None:
+        """The one scheduling loop: keep ``workers`` submissions running, record each as it ends,
+        and after Ctrl-C start nothing new but let the running ones finish."""
+        progress = Progress(len(todo))
+        queue, pending = list(todo), {}
+        while (queue or pending) and not (self._stop.is_set() and not pending):
+            while queue and len(pending) < self.workers and not self._stop.is_set():
+                unit = queue.pop(0)
+                pending[submit(unit)] = unit
+            for handle in wait_some(list(pending)):
+                unit = pending.pop(handle)
+                result = _result_or_failure(lambda: fetch(handle), unit)
+                self.record(unit, result)
+                progress.step(unit, result)
+
     # --- outputs -------------------------------------------------------------------------------
     def export(self) -> None:
-        exports = self.out / "exports"
-        exports.mkdir(exist_ok=True)
-        run = course.nbgrader("export", f"--to={exports / 'nbgrader_grades.csv'}", *self.course_args,
-                              grading_dir=self.out)
-        if run.returncode != 0:
-            print(f"[grader] nbgrader export failed:\n{run.output[-1000:]}")
-        self.export_lms(exports / "lms_grades.csv")
-        try:
-            from grader import question_scores
-        except ImportError:
-            return
-        quiz = [lab for lab in self.labs if lab.endswith("_quiz")]
-        for lab in quiz:
-            if any(k.endswith("/" + lab) for k in self.state):
-                header, rows = question_scores.question_table(lab, db_url=f"sqlite:///{self.out / 'gradebook.db'}")
-                (exports / f"{lab}_questions.csv").write_text(question_scores.to_csv(header, rows))
-
-    def export_lms(self, path: Path) -> None:
-        """One row per learner, one column per lab and quiz (autograded points), and totals."""
-        students = sorted({k.split("/")[0] for k in self.state})
-        labs = [lab for lab in self.labs if any(k.endswith("/" + lab) for k in self.state)]
-        with path.open("w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["student_id", *labs, "total", "max_total", "needs_review"])
-            for student in students:
-                row, total, top, review = [student], 0.0, 0.0, []
-                for lab in labs:
-                    entry = self.state.get(f"{student}/{lab}")
-                    if entry is None:
-                        row.append("")
-                        continue
-                    got = sum((s[0] or 0.0) for s in (entry.get("scores") or {}).values())
-                    total += got
-                    top += sum((s[1] or 0.0) for s in (entry.get("scores") or {}).values())
-                    row.append(f"{got:g}")
-                    if entry["status"] != "graded" or entry.get("flags"):
-                        review.append(lab)
-                writer.writerow(row + [f"{total:g}", f"{top:g}", " ".join(review)])
+        class_exports.write_all(self.out, self.state, self.labs, self.course_args)
 
     def summary(self, units: list[Unit]) -> dict:
         rows = {"graded": [], "failed": [], "review": []}
