@@ -55,3 +55,27 @@ def test_a_placement_group_that_cannot_fit_shows_as_a_pending_demand():
         remove_placement_group(pg)
     finally:
         ray.shutdown()
+
+
+@pytest.mark.slow
+def test_the_controller_log_tells_each_retry_decision_of_a_run(tmp_path):
+    import ray
+    from ray.train import FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    def crash(config):
+        raise RuntimeError("boom")
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(ray.train.TrainingFailedError):
+            TorchTrainer(crash, scaling_config=ScalingConfig(num_workers=1),
+                         run_config=RunConfig(name="crashes", storage_path=str(tmp_path),
+                                              failure_config=FailureConfig(max_failures=1))).fit()
+        lines = run_view.controller_log("crashes")
+        decisions = [line for line in lines if "[FailurePolicy]" in line]
+        assert len(decisions) == 2 and "RETRY" in decisions[0] and "RAISE" in decisions[1], lines
+        assert "Error count: 2 (max allowed: 1)" in decisions[1]
+        assert run_view.controller_log("no-such-run") == []
+    finally:
+        ray.shutdown()

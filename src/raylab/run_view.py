@@ -6,6 +6,7 @@ Ray's session folder, and :func:`cluster_status` is the ``ray status`` command o
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,26 @@ def train_logs() -> list[Path]:
     decided: scheduling, failures, retries) and ``ray-train-app-worker-*.log`` (your workers' logging)."""
     folder = session_dir() / "logs" / "train"
     return sorted(folder.glob("*.log")) if folder.is_dir() else []
+
+
+def controller_log(run_name: str, lines_per_message: int = 3) -> list[str]:
+    """What Ray Train's controller logged for the run named ``run_name``, oldest first: when it
+    asked for resources, started the worker group, and each failure-policy decision (RETRY or
+    RAISE, with the error count against its limit). The files are JSON lines
+    (``ray-train-app-controller-*.log``); this keeps the time and the first lines of each message."""
+    found = []
+    for path in train_logs():
+        if "app-controller" not in path.name:
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("run_name") == run_name:
+                text = " | ".join(record.get("message", "").strip().splitlines()[:lines_per_message])
+                found.append((record.get("timestamp_ns", 0), record.get("asctime", "")[11:19], text))
+    return [f"{clock}  {text}" for _, clock, text in sorted(found)]
 
 
 def tail(path: str | Path, lines: int = 10) -> str:
