@@ -14,19 +14,18 @@ and a test can make a split the learner's code never saw (another seed) to check
 and ``y`` (int64, shape ``(n,)``) so a plain script (the capstone, a RayJob entrypoint) loads them
 with numpy alone, without this package.
 
-**How the labs use it** (the plan for converting labs 01-08; the capstone already does):
+**Where the labs use it** (docs/authoring.md has every exercise):
 
 | lab | what the running example becomes |
 |---|---|
-| 01 Train V2 | the learner's first driver: :func:`train_loop_per_worker` in a 2-worker ``TorchTrainer``; ``Result`` metrics and checkpoint read back; compared with :func:`reference_fit` |
-| 02 ScalingConfig | the same loop under other ``ScalingConfig`` shapes (placement exercise keeps its own model) |
-| 03 checkpoints | the learner writes the checkpoint/resume half of the loop; :func:`rebuild_trained_run` gives a finished run to resume from |
-| 04 failures | a crash injected into the loop; resume from the checkpoint format of :data:`CHECKPOINT_FILE` |
-| 05 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; :func:`rebuild_tune_results` gives an experiment folder for ``Tuner.restore`` / result reading |
-| 06 Train + Tune | trials that each run :func:`train_loop_per_worker` as a Train run (``TuneReportCallback``) |
-| 07 KubeRay | the capstone script (or the loop) as the entrypoint of a RayJob manifest |
-| 08 DDP | 2 workers vs :func:`reference_fit` on one process: same data, gradient averaging, accuracy |
-| 09 capstone | a plain script with no ``raylab``: train on 2 workers, tune, evaluate the best checkpoint |
+| 01 Train V2 | the learner's first driver and worker loop: a 2-worker ``TorchTrainer``, ``Result`` read back, compared with :func:`reference_fit` |
+| 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit` |
+| 06 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; ``Tuner.restore`` of an interrupted experiment |
+| 09 capstone | a plain script with no ``raylab``: train on 2 workers inside Tune trials, evaluate the best checkpoint |
+
+Not yet: labs 02, 03, 05 and 07 keep their own small jobs (placement models, ``raylab.ckpt``'s
+five-part state, Train inside Tune on a toy loss); :func:`rebuild_trained_run` and
+:func:`rebuild_tune_results` are ready for them.
 
 Checkpoints of the running example are folders holding :data:`CHECKPOINT_FILE`, the
 ``state_dict()`` of :func:`build_model`'s module (not of the DDP wrapper); :func:`load_model`
