@@ -202,12 +202,10 @@ def test_fix16_what_import_gives_for_a_value(value, expected):
 def _buffers_and_batchnorm(config):
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
-    from torch.utils.data import DataLoader
 
     import ray.train
     import ray.train.torch
-    import raylab.data
+    import raylab.ddp
     import raylab.models
 
     rank = ray.train.get_context().get_world_rank()
@@ -235,17 +233,7 @@ def _buffers_and_batchnorm(config):
     # Equivalence: the lab's exercise-1 setup with and without BatchNorm.
     finals = {}
     for batchnorm in (False, True):
-        model = ray.train.torch.prepare_model(raylab.models.mlp(seed=config["seed"], batchnorm=batchnorm))
-        loader = ray.train.torch.prepare_data_loader(DataLoader(
-            raylab.data.blobs(n=config["samples"]), batch_size=config["global_batch"] // world,
-            shuffle=True))
-        opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
-        for epoch in range(config["epochs"]):
-            loader.sampler.set_epoch(epoch)
-            for _, xb, yb in loader:
-                opt.zero_grad()
-                F.cross_entropy(model(xb), yb).backward()
-                opt.step()
+        model = raylab.ddp.train_blobs_mlp(config, batchnorm=batchnorm)
         finals[batchnorm] = {k: v.tolist() for k, v in model.module.named_parameters()}
     return {"same_at_start": same_at_start, "finals": finals}
 

@@ -123,27 +123,15 @@ def _sync_probe(config):
     import psutil
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
     from torch import nn
-    from torch.utils.data import DataLoader
 
     import ray.train
     import ray.train.torch
-    import raylab.data
-    import raylab.models
+    import raylab.ddp
 
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    model = ray.train.torch.prepare_model(raylab.models.mlp(seed=config["seed"]))
-    loader = ray.train.torch.prepare_data_loader(DataLoader(
-        raylab.data.blobs(n=config["samples"]), batch_size=config["global_batch"] // world, shuffle=True))
-    opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
-    for epoch in range(config["epochs"]):
-        loader.sampler.set_epoch(epoch)
-        for _, x, y in loader:
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
+    model = raylab.ddp.train_blobs_mlp(config)
     # buffers: a BatchNorm net, rank-dependent data; running mean at forward start vs at the end
     torch.manual_seed(rank)
     bn_net = ray.train.torch.prepare_model(nn.Sequential(nn.Linear(2, 8), nn.BatchNorm1d(8)))

@@ -12,7 +12,9 @@ right and for you to check. These helpers make the checks short:
   ``set_epoch``, without starting anything;
 - :func:`linear_mse` recomputes a linear model's loss on the driver;
 - :func:`fit_and_collect` runs a training function on CPU workers with bounded waits and returns
-  what rank 0 returned, turning a failed run into a readable check failure.
+  what rank 0 returned, turning a failed run into a readable check failure;
+- :func:`train_blobs_mlp` trains lab 04's MLP on the blobs data with DDP inside a Train worker
+  (the tests that compare DDP with one process use it).
 """
 from __future__ import annotations
 
@@ -147,3 +149,31 @@ def _first_line(err) -> str:
         text = f"{type(cause).__name__}: {cause}"
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return (lines[-1] if lines else type(err).__name__)[:300]
+
+
+def train_blobs_mlp(config: dict, *, batchnorm: bool = False):
+    """Inside a Train worker: the MLP of lab 04 (``raylab.models.mlp``) trained with DDP on
+    ``raylab.data.blobs`` by SGD, the global batch split across the ranks, ``set_epoch`` every
+    epoch. ``config``: ``seed``, ``samples``, ``global_batch``, ``lr``, ``epochs``. Returns the
+    DDP-wrapped model."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    import ray.train
+    import ray.train.torch
+    import raylab.data
+    import raylab.models
+
+    world = ray.train.get_context().get_world_size()
+    model = ray.train.torch.prepare_model(raylab.models.mlp(seed=config["seed"], batchnorm=batchnorm))
+    loader = ray.train.torch.prepare_data_loader(DataLoader(
+        raylab.data.blobs(n=config["samples"]), batch_size=config["global_batch"] // world, shuffle=True))
+    opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    for epoch in range(config["epochs"]):
+        loader.sampler.set_epoch(epoch)
+        for _, x, y in loader:
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    return model
