@@ -23,11 +23,14 @@ _BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 
 
 def hidden_lines_of(sources) -> set[str]:
+    """The lines of the hidden-test blocks in ``sources`` that are evidence of a leak: long enough,
+    and not also in a learner copy (:func:`public_text`)."""
     found = set()
     for source in sources:
         for block in _BLOCK.findall(source):
             found |= {line.strip() for line in block.splitlines() if len(line.strip()) >= MIN_LINE}
-    return found
+    public = public_text()
+    return {line for line in found if line not in public}
 
 
 @functools.lru_cache(maxsize=4)
@@ -48,8 +51,7 @@ def course_hidden_lines(solutions: Path = course.SOLUTIONS) -> frozenset:
     sources = []
     for path in sorted(Path(solutions).glob("*/*.ipynb")):
         sources += [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    public = public_text()
-    return frozenset(line for line in hidden_lines_of(sources) if line not in public)
+    return frozenset(hidden_lines_of(sources))
 
 
 def notebook_hidden_lines(autograded_text: str | None) -> set[str]:
@@ -59,9 +61,7 @@ def notebook_hidden_lines(autograded_text: str | None) -> set[str]:
     import nbformat
 
     nb = nbformat.reads(autograded_text, as_version=4)
-    public = public_text()
-    return {line for line in hidden_lines_of(c.source for c in nb.cells if c.cell_type == "code")
-            if line not in public}
+    return hidden_lines_of(c.source for c in nb.cells if c.cell_type == "code")
 
 
 def redact(text: str, lines=None) -> tuple[str, int]:

@@ -68,14 +68,14 @@ def failed_in_visible_part(source: str, traceback: list[str]) -> bool | None:
     return None
 
 
-def _visible_failures(nb) -> dict:
+def _first_errors(nb) -> dict:
+    """grade_id -> (cell, its first error output), for every cell that raised."""
     found = {}
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                found[grade_id] = failed_in_visible_part(cell.source, out.get("traceback", []))
-                break
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is not None:
+            found[grade_id] = (cell, error)
     return found
 
 
@@ -89,17 +89,6 @@ def visible_catch(graded: dict, exercises: dict) -> dict:
             seen[1] += 1
             seen[0] += any(g.failed_visibly.get(t) for t in exercises[answer].tests)
     return counts
-
-
-def _errors(nb) -> dict:
-    found = {}
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                found[grade_id] = (out.get("ename"), out.get("evalue", "")[:300])
-                break
-    return found
 
 
 HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(")
@@ -171,8 +160,10 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path):
         gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
         scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
         autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-        errors = _errors(autograded) if autograded else {}
-        visible = _visible_failures(autograded) if autograded else {}
+        raised = _first_errors(autograded) if autograded else {}
+        errors = {g: (out.get("ename"), out.get("evalue", "")[:300]) for g, (_, out) in raised.items()}
+        visible = {g: failed_in_visible_part(cell.source, out.get("traceback", []))
+                   for g, (cell, out) in raised.items()}
         graded[student] = Graded(student, scores, errors, submissions[student][1], visible)
     return graded, leftover, problems
 

@@ -75,3 +75,18 @@ def test_a_mutant_must_lose_points_through_a_failed_check_not_a_crash():
     assert "failed with NameError, not a check" in problem and "first error was in setup" in problem
     assert roundtrip.judge({"mutants0": missed}, EXERCISES, []) == [
         "the lab has no autograded cells", "mutant a_answer/m: a_tests scored 2.0/2.0"]
+
+
+def test_first_errors_keeps_each_cells_first_error_and_its_cell():
+    import nbformat
+
+    out = nbformat.v4.new_output
+    raised = nbformat.v4.new_code_cell("check(a)", outputs=[
+        out("stream", name="stdout", text="x"), out("error", ename="CheckFailed", evalue="1", traceback=_tb(2)),
+        out("error", ename="Other", evalue="2", traceback=[])])
+    raised.metadata["nbgrader"] = {"grade_id": "a_tests"}
+    quiet = nbformat.v4.new_code_cell("x = 1", outputs=[out("stream", name="stdout", text="ok")])
+    found = roundtrip._first_errors(nbformat.v4.new_notebook(cells=[raised, quiet]))
+    assert list(found) == ["a_tests"]
+    cell, error = found["a_tests"]
+    assert cell is raised and error["ename"] == "CheckFailed"
