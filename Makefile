@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench bench-grading grade grade-mine new-lab prove gpu-check setup clean help
+.PHONY: lab test test-fast release check bench bench-startup bench-grading grade grade-mine new-lab prove gpu-check setup clean help learner-pack
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WOR
 grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make grade-mine NB=notebooks/01_x/01_x.ipynb
 	PYTHONPATH=. $(BIN)/python -m grader.self_grade $(NB)
 
+bench-startup: $(STAMP)  ## where an empty 2-worker fit()'s seconds go (Ray's own logs), next to the process floor
+	PYTHONPATH=. $(BIN)/python -m grader.bench_startup
+
 bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader on N synthetic submissions
 	PYTHONPATH=. $(BIN)/python -m grader.bench_grading
 
@@ -81,6 +84,9 @@ workshop: $(STAMP) $(HUB_PROXY)  ## as root: JupyterHub for a room: make worksho
 	PYTHONPATH=. $(BIN)/python -m grader.workshop --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
 	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS)) \
 	  $(if $(HUB_SSL_CERT),--ssl-cert $(HUB_SSL_CERT) --ssl-key $(HUB_SSL_KEY))
+
+learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key
+	PYTHONPATH=. $(BIN)/python -m grader.learner_pack
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch

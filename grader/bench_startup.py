@@ -1,0 +1,215 @@
+"""``make bench-startup``: where the seconds of an empty Ray Train ``fit()`` go, next to the floor.
+
+An empty run (every worker reports once and returns) is timed several times on a fresh local
+cluster per configuration, each configuration in its own Python process:
+
+* ``plain``: ``ray.init(num_cpus=2)`` with Ray's defaults, as a learner's own script would start it;
+* ``course``: the course's cluster (``raylab.start_cluster``: the same 2 CPUs, no dashboard, and
+  the ``RAY_TRAIN_*`` settings of ``raylab.cluster.FAST_LOCAL_TRAIN_ENV``).
+
+Each run is split into phases from the Train controller's own JSON log (``ray-train-sys-
+controller-*.log`` under a private ``RAY_TMPDIR``) and the driver's clock around ``fit()``:
+
+====================  ==========================================================================
+controller start      ``fit()`` called -> the controller's first record (driver work, the
+                      controller actor's new process and its imports)
+scheduling            first record -> "Attempting to start training worker group" (placement-
+                      group cleaner launched, resources requested)
+worker processes      -> "worker actors created" (new worker processes, Ray and Train imports)
+context + group       -> "Train context initialized" (PyTorch import, gloo process group)
+launch                -> "Started training worker group" (callbacks, function launched)
+training function     -> "Shutting down N workers" (the function and its reports, polled by the
+                      controller every health-check interval)
+teardown              -> ``fit()`` returns (workers and controller stopped, Result built)
+====================  ==========================================================================
+
+**Floor**: in the same run, the wall time to start at once the processes a run starts (the
+controller, the placement-group cleaner, one per worker) as bare Python processes that import the
+same modules and exit. A fit within 2x the floor is the issue's goal; the printed ratio uses the
+median of the warm runs (the first run of a cluster also starts Train's state actor).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.bench import _log_time
+
+CONFIGS = ("plain", "course")
+MARKERS = (  # (phase that ends at this record, text of the record)
+    ("scheduling", "Attempting to start training worker group"),
+    ("worker processes", "worker actors created"),
+    ("context + group", "Train context initialized"),
+    ("launch", "Started training worker group"),
+    ("training function", "Shutting down"),
+)
+PHASES = ("controller start",) + tuple(name for name, _ in MARKERS) + ("teardown",)
+FLOOR_IMPORTS = {
+    "controller": "import ray.train.v2._internal.execution.controller.controller",
+    "placement-group cleaner": "import ray.train.v2._internal.callbacks.placement_group_callback",
+    "worker": "import torch, ray.train.torch, ray.train.v2._internal.execution.worker_group.worker",
+}
+
+
+# --- the floor -----------------------------------------------------------------------------------
+
+def floor_seconds(workers: int, repeats: int = 3) -> float:
+    """Median wall time to run, all at once, one bare Python process per process a Train run
+    starts (controller, placement-group cleaner, ``workers`` workers), each importing what that
+    process imports, until the last one exits."""
+    snippets = [FLOOR_IMPORTS["controller"], FLOOR_IMPORTS["placement-group cleaner"]]
+    snippets += [FLOOR_IMPORTS["worker"]] * workers
+    times = []
+    for _ in range(repeats):
+        start = time.monotonic()
+        procs = [subprocess.Popen([sys.executable, "-c", s]) for s in snippets]
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            raise RuntimeError(f"a floor process failed: exit codes {codes}")
+        times.append(time.monotonic() - start)
+    return statistics.median(times)
+
+
+# --- one configuration, in its own process -------------------------------------------------------
+
+def _empty_train_fn(config):
+    import ray.train
+
+    ray.train.report({"done": 1})
+
+
+def _child(config: str, runs: int, workers: int) -> dict:
+    """Start the configuration's cluster, time ``runs`` empty fits, return driver timestamps."""
+    import ray
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    started = time.time()
+    if config == "course":
+        import raylab
+
+        raylab.start_cluster(quiet=True)
+    else:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    cluster_s = time.time() - started
+    storage = tempfile.mkdtemp(prefix="bench-startup-")
+    fits = []
+    try:
+        for index in range(runs):
+            trainer = TorchTrainer(_empty_train_fn, scaling_config=ScalingConfig(num_workers=workers),
+                                   run_config=RunConfig(name=f"empty-{index}", storage_path=storage))
+            called = time.time()
+            trainer.fit()
+            fits.append({"name": f"empty-{index}", "called": called, "returned": time.time()})
+    finally:
+        ray.shutdown()
+        shutil.rmtree(storage, ignore_errors=True)
+    return {"config": config, "cluster_s": cluster_s, "fits": fits}
+
+
+def controller_records(ray_tmp: Path) -> dict[str, list[tuple[float, str]]]:
+    """run name -> [(time, message)] from every Train controller's JSON log under ``ray_tmp``."""
+    records: dict[str, list[tuple[float, str]]] = {}
+    for path in sorted(Path(ray_tmp).glob("**/logs/train/ray-train-sys-controller-*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            when = _log_time(record)
+            if when is not None:
+                records.setdefault(str(record.get("run_name", "")), []).append(
+                    (when, str(record.get("message", ""))))
+    return {name: sorted(rows) for name, rows in records.items()}
+
+
+def phases(called: float, returned: float, records: list[tuple[float, str]]) -> dict[str, float]:
+    """Seconds per phase of one run (see the module docstring); a phase whose record is missing
+    is merged into the next one that is found."""
+    out = {name: 0.0 for name in PHASES}
+    first = records[0][0]
+    out["controller start"] = first - called
+    previous = first
+    for name, text in MARKERS:
+        when = next((t for t, message in records if text in message and t >= previous), None)
+        if when is not None:
+            out[name] = when - previous
+            previous = when
+    out["teardown"] = returned - previous
+    out["total"] = returned - called
+    return {name: round(value, 2) for name, value in out.items()}
+
+
+def run_config(config: str, runs: int, workers: int) -> dict:
+    """Run one configuration in a child process with a private RAY_TMPDIR; its phases per run."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rbs-", dir="/tmp"))  # short: Ray's socket paths
+    env = dict(os.environ, RAY_TMPDIR=str(ray_tmp))
+    for key in list(env):  # "plain" must see none of the course's Train settings
+        if key.startswith("RAY_TRAIN_"):
+            env.pop(key)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "grader.bench_startup", "--child", config,
+                               "--runs", str(runs), "--workers", str(workers)],
+                              env=env, capture_output=True, text=True, timeout=600)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"{config}: the child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        child = json.loads(lines[-1])
+        records = controller_records(ray_tmp)
+        child["phases"] = [phases(f["called"], f["returned"], records[f["name"]])
+                           for f in child["fits"] if records.get(f["name"])]
+        return child
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def warm_median(rows: list[dict]) -> dict[str, float]:
+    """Median per phase over the warm runs (all but a cluster's first)."""
+    warm = rows[1:] or rows
+    return {name: round(statistics.median(r[name] for r in warm), 2) for name in PHASES + ("total",)}
+
+
+def format_report(results: list[dict], floor_s: float, workers: int) -> str:
+    names = [r["config"] for r in results]
+    medians = {r["config"]: warm_median(r["phases"]) for r in results}
+    lines = [f"Empty {workers}-worker fit(), seconds (median of warm runs)", "",
+             "| phase | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for name in PHASES + ("total",):
+        lines.append(f"| {name} | " + " | ".join(f"{medians[n][name]:.2f}" for n in names) + " |")
+    lines.append("| first run (total) | " + " | ".join(
+        f"{r['phases'][0]['total']:.2f}" for r in results) + " |")
+    lines.append("| cluster start | " + " | ".join(f"{r['cluster_s']:.2f}" for r in results) + " |")
+    lines += ["", f"Floor ({workers + 2} bare Python processes started at once, importing what the "
+              f"controller, the placement-group cleaner and each worker import): {floor_s:.2f} s"]
+    for n in names:
+        lines.append(f"{n}: {medians[n]['total']:.2f} s = {medians[n]['total'] / floor_s:.2f}x the floor")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=4, help="fits per configuration (first is cold)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
+    parser.add_argument("--child", choices=CONFIGS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(args.child, args.runs, args.workers)), flush=True)
+        return 0
+    floor_before = floor_seconds(args.workers)
+    results = [run_config(config, args.runs, args.workers) for config in args.configs]
+    floor_s = statistics.median([floor_before, floor_seconds(args.workers)])
+    print(format_report(results, floor_s, args.workers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
