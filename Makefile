@@ -56,8 +56,8 @@ check: $(STAMP)  ## run every solution notebook headless; table of lab, status, 
 bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory of Ray processes, Ray start-up share
 	PYTHONPATH=. $(BIN)/python -m grader.bench
 
-grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port]
-	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS))
+grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port] [FULL=1: also demo cells no test reads]
+	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(FULL),--full)
 
 grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make grade-mine NB=notebooks/01_x/01_x.ipynb
 	PYTHONPATH=. $(BIN)/python -m grader.self_grade $(NB)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import autograde, class_exports, course, gradebook, isolation
+from grader.grading_templates import Templates
 
 DEFAULT_TIMEOUT_S = 900
 # Half the cores, at least 2 (README's figure on 2 cores): a lab saturates 2 cores only part of
@@ -86,9 +87,10 @@ class ClassGrader:
     def __init__(self, submissions: Path, out: Path, *, workers: int, address: str | None,
                  timeout_s: float, retry_failed: bool = False, labs: list[str] | None = None,
                  cell_timeout_s: float | None = None, course_root: Path | None = None,
-                 limits: isolation.Limits | None = None):
+                 limits: isolation.Limits | None = None, trim_demos: bool = True):
         """``course_root``: grade another course folder (its ``solutions/``) with this course's
-        nbgrader configuration (the tests' tiny courses); ``limits``: per-submission limits."""
+        nbgrader configuration (the tests' tiny courses); ``limits``: per-submission limits;
+        ``trim_demos``: leave out demo cells nothing reads (grader.grading_templates)."""
         self.submissions, self.out = submissions.resolve(), out.resolve()
         self.course_args = (f"--CourseDirectory.root={Path(course_root).resolve()}",) if course_root else ()
         self.limits = limits or isolation.Limits()
@@ -99,24 +101,9 @@ class ClassGrader:
         self.state_path = self.out / "state.json"
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
         self.sandbox, self.sandbox_note = isolation.available()
+        self.templates = Templates(self.out, self.course_args, course_root, trim_demos)
         self._stop = threading.Event()
-
-    # --- set-up --------------------------------------------------------------------------------
-    def prepare(self, labs: set[str]) -> dict[str, bytes]:
-        """Generate each lab into the class gradebook; a copy of it is every worker's template."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.out, 0o700)
-        template_dir = self.out / "template"
-        shutil.rmtree(template_dir, ignore_errors=True)
-        for lab in sorted(labs):
-            for grading_dir in (self.out, template_dir):  # the class gradebook, and a student-free copy
-                run = course.nbgrader("generate_assignment", lab, "--force", *self.course_args,
-                                      f"--CourseDirectory.release_directory={grading_dir / 'release'}",
-                                      grading_dir=grading_dir)
-                if run.returncode != 0:
-                    raise SystemExit(f"generate_assignment {lab} failed:\n{run.output[-2000:]}")
-        db = (template_dir / "gradebook.db").read_bytes()
-        return {lab: db for lab in labs}
+        self.skipped: dict[str, list[str]] = {}  # unit key -> demo cells its grading left out
 
     # --- bookkeeping ---------------------------------------------------------------------------
     def done(self, unit: Unit) -> bool:
@@ -134,6 +121,7 @@ class ClassGrader:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(result[kind])
         self.state[unit.key] = {k: result.get(k) for k in ("status", "reason", "scores", "flags", "seconds")}
+        self.state[unit.key]["demo_cells_not_run"] = self.skipped.get(unit.key, [])
         self.state[unit.key]["digest"] = digest(unit.path)
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
@@ -149,7 +137,7 @@ class ClassGrader:
         todo = [u for u in units if not self.done(u)]
         skipped = len(units) - len(todo)
         gradable = {u.lab for u in todo if u.problem is None}
-        templates = self.prepare(gradable) if gradable else {}
+        self.templates.prepare(gradable)
         print(f"[grader] {len(units)} submission(s): {len(todo)} to grade, {skipped} already graded; "
               f"sandbox: {self.sandbox_note}", flush=True)
         for unit in [u for u in todo if u.problem]:
@@ -159,9 +147,9 @@ class ClassGrader:
         previous = signal.signal(signal.SIGINT, self._interrupt) if threading.current_thread() is threading.main_thread() else None
         try:
             if self.address:
-                self._run_ray(todo, templates)
+                self._run_ray(todo)
             else:
-                self._run_local(todo, templates)
+                self._run_local(todo)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
@@ -173,23 +161,25 @@ class ClassGrader:
               "Rerun the same command to resume.", flush=True)
         self._stop.set()
 
-    def _args(self, unit: Unit, templates) -> tuple:
-        return (unit.lab, unit.student, unit.path.read_bytes(), templates[unit.lab])
+    def _args(self, unit: Unit) -> tuple:
+        notebook = unit.path.read_bytes()
+        template, self.skipped[unit.key] = self.templates.for_submission(unit.lab, notebook)
+        return (unit.lab, unit.student, notebook, template)
 
     def _options(self) -> autograde.Options:
         return autograde.Options(sandbox=self.sandbox, timeout_s=self.timeout_s,
                                  cell_timeout_s=self.cell_timeout_s, limits=self.limits,
                                  nbgrader_args=self.course_args)
 
-    def _run_local(self, todo, templates):
+    def _run_local(self, todo):
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             self._schedule(
                 todo,
-                submit=lambda unit: pool.submit(grade_unit, *self._args(unit, templates), self._options()),
+                submit=lambda unit: pool.submit(grade_unit, *self._args(unit), self._options()),
                 wait_some=lambda handles: wait(handles, timeout=1.0, return_when=FIRST_COMPLETED)[0],
                 fetch=lambda future: future.result())
 
-    def _run_ray(self, todo, templates):
+    def _run_ray(self, todo):
         import ray
 
         ray.init(address=self.address, log_to_driver=False)
@@ -199,7 +189,7 @@ class ClassGrader:
             options = dataclasses.replace(self._options(), sandbox=None)
             self._schedule(
                 todo,
-                submit=lambda unit: remote.remote(*self._args(unit, templates), options),
+                submit=lambda unit: remote.remote(*self._args(unit), options),
                 wait_some=lambda handles: ray.wait(handles, num_returns=1, timeout=1.0)[0],
                 fetch=ray.get)
         finally:
@@ -287,12 +277,14 @@ def main(argv=None) -> int:
     parser.add_argument("--cell-timeout", type=float, help="per-cell limit, seconds (default: the course config's)")
     parser.add_argument("--retry-failed", action="store_true", help="regrade submissions that failed before")
     parser.add_argument("--labs", nargs="*", help="only these labs")
+    parser.add_argument("--full", action="store_true",
+                        help="run every cell, also the demo cells no test reads (slower; same scores)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     grader = ClassGrader(args.submissions, args.out, workers=args.workers, address=args.address,
                          timeout_s=args.timeout, retry_failed=args.retry_failed, labs=args.labs,
-                         cell_timeout_s=args.cell_timeout)
+                         cell_timeout_s=args.cell_timeout, trim_demos=not args.full)
     grader.run()
     return 0
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde, course, gradebook, mutants, trim
+from grader import autograde, course, gradebook, mutants
+from grader.grading_templates import Templates
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
@@ -91,55 +92,17 @@ def visible_catch(graded: dict, exercises: dict) -> dict:
     return counts
 
 
-HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(")
-
-
-def _heavy_skippable(nb) -> list[str]:
-    """The skippable demo cells (grader.trim), if at least one of them runs something heavy."""
-    skip = trim.skippable(nb)
-    heavy = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") in skip
-             and any(marker in c.source for marker in HEAVY_MARKERS)]
-    return skip if heavy else []
-
-
 def _workers() -> int:
     return max(1, int(os.environ.get("RAYLAB_ROUNDTRIP_WORKERS", "2")))
 
 
-def _templates(lab: str, grading_dir: Path, workers: int):
-    """Variant "full" is the lab as released. When the lab has heavy demo cells that no test reads,
-    the wrong-answer rounds use variant "trimmed", which leaves them out (grader.trim), and the
-    solution is graded in both variants: full marks in "trimmed" too proves that nothing a test
-    depends on was left out, so a mutant's lost points cannot come from a skipped demo.
-    Returns (skipped cells, {variant: source folder}, {variant: generated template}) or an error."""
-    full_nb = nbformat.read(course.solution_path(lab), as_version=4)
-    skipped = _heavy_skippable(full_nb) if workers > 1 else []
-    variants = {"full": None}
-    if skipped:
-        src = grading_dir / "trimmed-source"
-        (src / lab).mkdir(parents=True, exist_ok=True)
-        nbformat.write(trim.trimmed(full_nb), src / lab / f"{lab}.ipynb")
-        variants["trimmed"] = src
-    templates = {}
-    for variant, source in variants.items():
-        template = grading_dir if variant == "full" else grading_dir / "templates" / variant
-        gen = course.generate(lab, template, release_dir=template / "release", source_dir=source)
-        if gen.returncode != 0:
-            return f"generate_assignment ({variant}) failed:\n{gen.output[-2000:]}"
-        templates[variant] = template
-    return skipped, variants, templates
-
-
-def _submissions(lab: str, skipped: list) -> dict:
-    """student -> (answer sources or None, {answer: mutant name}, variant)."""
-    wrong_variant = "trimmed" if skipped else "full"
-    submissions = {"solution": (mutants.answer_sources(lab), {}, "full"),
-                   "untouched": (None, {}, wrong_variant)}
+def _submissions(lab: str) -> dict:
+    """student -> (answer sources or None, {answer: mutant name})."""
+    submissions = {"solution": (mutants.answer_sources(lab), {}),
+                   "solution_trimmed": (mutants.answer_sources(lab), {}),
+                   "untouched": (None, {})}
     for k, rnd in enumerate(mutants.rounds(lab)):
-        submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd),
-                                      {a: m.name for a, m in rnd.items()}, wrong_variant)
-    if skipped:
-        submissions["solution_trimmed"] = (mutants.answer_sources(lab), {}, "trimmed")
+        submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), {a: m.name for a, m in rnd.items()})
     return submissions
 
 
@@ -169,31 +132,35 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path):
 
 
 def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
-    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` (the
-    class grader's path), ``workers`` at a time; every score is also merged into
-    ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports)."""
+    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` with the
+    class grader's templates (``grader.grading_templates``), ``workers`` at a time; every score is
+    also merged into ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
+
+    Every submission is built from the released learner copy, as a learner's is. The solution is
+    graded twice: with every cell (so every demo is proven to run), and like any other submission,
+    without the demo cells its answers do not need (full marks there prove that nothing a test
+    depends on was left out). The untouched copy and the mutants are graded like a class."""
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
-    made = _templates(lab, grading_dir, workers)
-    if isinstance(made, str):
-        return RoundTrip(lab, 0.0, {}, [], [made])
-    skipped, variants, templates = made
-    submissions = _submissions(lab, skipped)
-    built = {}
-    for student, (answers, _, variant) in submissions.items():
-        path = grading_dir / "built" / f"{student}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        release = templates[variant] / "release" / lab / f"{lab}.ipynb"
-        nbformat.write(mutants.submission(lab, answers, release=release), path)
-        built[student] = path
+    templates = Templates(grading_dir, trim_demos=workers > 1)
+    try:
+        templates.prepare([lab])
+    except SystemExit as exc:
+        return RoundTrip(lab, 0.0, {}, [], [str(exc)])
+    release = grading_dir / "release" / lab / f"{lab}.ipynb"
+    submissions = _submissions(lab)
+    built = {student: nbformat.writes(mutants.submission(lab, answers, release=release)).encode()
+             for student, (answers, _) in submissions.items()}
+    chosen = {student: templates.for_submission(lab, notebook) for student, notebook in built.items()}
+    skipped = chosen["solution_trimmed"][1]
+    chosen["solution"] = (templates.full(lab), [])
+    if not skipped:
+        del submissions["solution_trimmed"]
 
     def grade(student):
-        variant = submissions[student][2]
-        options = autograde.Options(source_dir=variants[variant], feedback=False)
-        return student, autograde.autograde_submission(
-            lab, student, built[student].read_bytes(),
-            (templates[variant] / "gradebook.db").read_bytes(), options)
+        options = autograde.Options(feedback=False)
+        return student, autograde.autograde_submission(lab, student, built[student], chosen[student][0], options)
 
     # The class grader's path (grader/autograde.py), one submission per call, `workers` at a time.
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -21,9 +21,15 @@ import copy
 
 import nbformat
 
-SKIPPED = "# (demo cell left out of this grading round by grader.trim: nothing later reads it)\n"
+SKIPPED = "# (demo cell not run when grading: no test, answer or later cell reads what it makes)\n"
 ALWAYS_KEPT_SUFFIXES = ("_setup", "_teardown")
 SIDE_EFFECT_MARKERS = ("os.environ", "putenv", "sys.path", "chdir(")
+# Trimming pays only when a skippable cell runs something heavy (a Train or Tune run, a child process).
+HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(")
+# An answer that looks names up at run time could read what a skipped cell binds without naming it:
+# such a submission is graded with every cell.
+DYNAMIC_LOOKUPS = ("globals(", "locals(", "vars(", "eval(", "exec(", "__main__", "get_ipython",
+                   "sys.modules", "__builtins__", "_ih", "_oh", "In[", "Out[")
 
 
 def _meta(cell) -> dict:
@@ -190,10 +196,39 @@ def skippable(nb) -> list[str]:
     return [i["id"] for i, keep in zip(info, needed) if not keep]
 
 
-def trimmed(nb):
-    """A copy of ``nb`` whose skippable demo cells only hold a comment saying so."""
+def heavy_skippable(nb) -> list[str]:
+    """The skippable demo cells, if at least one of them runs something heavy (else none)."""
+    skip = skippable(nb)
+    heavy = [c for c in nb.cells if _meta(c).get("grade_id") in skip
+             and any(marker in c.source for marker in HEAVY_MARKERS)]
+    return skip if heavy else []
+
+
+def grading_skips(solution_nb, submission_nb) -> list[str]:
+    """The demo cells a class grader may leave out of one submission's autograde run.
+
+    The analysis runs on the instructor's notebook with the learner's answer cells in place (the
+    locked cells are restored from the gradebook anyway), so a demo cell that the learner's own
+    answer reads is kept even when the solution does not read it. Answers that cannot be parsed or
+    that look names up at run time (``globals()``, ``eval``, ...) get every cell.
+    """
+    answers = {_meta(c)["grade_id"]: c.source for c in submission_nb.cells
+               if _meta(c).get("solution") and _meta(c).get("grade_id")}
+    for source in answers.values():
+        if _tree(source) is None or any(lookup in source for lookup in DYNAMIC_LOOKUPS):
+            return []
+    merged = copy.deepcopy(solution_nb)
+    for cell in merged.cells:
+        grade_id = _meta(cell).get("grade_id")
+        if _meta(cell).get("solution") and grade_id in answers:
+            cell.source = answers[grade_id]
+    return heavy_skippable(merged)
+
+
+def trimmed(nb, skip: list[str] | None = None):
+    """A copy of ``nb`` whose skippable demo cells (or the ``skip`` ones) only hold a comment."""
     out = copy.deepcopy(nb)
-    skip = set(skippable(out))
+    skip = set(skippable(out) if skip is None else skip)
     for cell in out.cells:
         if cell.cell_type == "code" and _meta(cell).get("grade_id") in skip:
             cell.source = SKIPPED

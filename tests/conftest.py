@@ -64,3 +64,19 @@ def train_cluster():
         finally:
             left = raylab.stop_cluster()
         assert left == [], f"Ray processes left: {left}"
+
+
+@pytest.fixture(scope="session")
+def round_trips(tmp_path_factory):
+    """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run), run once per test session
+    and shared by the tests that read it (the round-trip test, the class-grader comparison)."""
+    from grader import roundtrip
+
+    done = {}
+
+    def get(lab):
+        if lab not in done:
+            done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"))
+        return done[lab]
+
+    return get

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 
 # The quiz's round trip runs in tests/test_quiz.py, which also checks its per-question export.
 @pytest.mark.parametrize("lab", [lab for lab in course.labs() if lab != "10_quiz"])
-def test_autograder_is_right_in_both_directions(lab, tmp_path):
-    rt = roundtrip.run(lab, tmp_path)
+def test_autograder_is_right_in_both_directions(lab, round_trips):
+    rt = round_trips(lab)
     print(roundtrip.report(rt))
     assert not rt.problems, roundtrip.report(rt)
     assert set(rt.graded) >= {"solution", "untouched"}

@@ -199,12 +199,12 @@ def test_distributed_grading_on_a_multi_node_ray_cluster(tmp_path):
         cluster.shutdown()
 
 
-def test_round_trip_and_class_grader_give_identical_scores(graded_class, tmp_path):
+def test_round_trip_and_class_grader_give_identical_scores(graded_class, round_trips):
     """One autograde path (grader/autograde.py): the round trip's grades of the solution and the
     first mutant round equal the class grader's grades of the same submissions (ada and cy)."""
     from grader import roundtrip
 
-    rt = roundtrip.run(LAB, tmp_path)
+    rt = round_trips(LAB)
     assert not rt.problems, roundtrip.report(rt)
     state = graded_class["state"]
     for student, kind in (("ada", "solution"), ("cy", "mutants0")):

@@ -105,3 +105,35 @@ def test_an_import_under_another_name_or_with_an_assignment_is_a_new_binding():
              ("demo_assign", "import json\njson = json.dumps"),
              ("t", "assert numpy and json", "tests"))
     assert trim.skippable(nb) == []
+
+
+def _lab(answer_source):
+    return _nb(("x_setup", "import raylab"),
+               ("demo_fit", "result = trainer.fit()\nprint(result.metrics)"),
+               ("ans", answer_source, "answer"),
+               ("t", "assert f() == 1", "tests"))
+
+
+def test_a_class_grader_skips_the_heavy_demo_only_when_the_learners_answer_does_not_read_it():
+    solution = _lab("def f():\n    return 1")
+    assert trim.grading_skips(solution, _lab("def f():\n    return 2 - 1")) == ["demo_fit"]
+    # the learner's answer reads what the demo made: the demo runs, whatever the solution reads
+    assert trim.grading_skips(solution, _lab("def f():\n    return 1 if result else 0")) == []
+    # names looked up at run time, or an answer Python cannot parse: every cell runs
+    assert trim.grading_skips(solution, _lab("def f():\n    return len(globals()['result'].metrics)")) == []
+    assert trim.grading_skips(solution, _lab("def f(:\n    return 1")) == []
+    assert trim.grading_skips(solution, _lab("%time x = 1\ndef f():\n    return 1")) == ["demo_fit"]
+
+
+def test_no_heavy_demo_means_nothing_is_worth_skipping():
+    light = _nb(("x_setup", "import raylab"), ("demo_print", "print(2)"),
+                ("ans", "def f():\n    return 1", "answer"), ("t", "assert f() == 1", "tests"))
+    assert trim.skippable(light) == ["demo_print"]
+    assert trim.grading_skips(light, light) == []
+
+
+def test_a_trimmed_copy_can_leave_out_a_given_subset():
+    nb = _lab("def f():\n    return 1")
+    out = trim.trimmed(nb, [])
+    assert [c.source for c in out.cells] == [c.source for c in nb.cells]
+    assert trim.trimmed(nb, ["demo_fit"]).cells[1].source == trim.SKIPPED
