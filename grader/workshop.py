@@ -40,6 +40,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.workshop_limits import GIB, LearnerGroup, Limits, describe
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 COURSE_ID = "ray-train-tune"
@@ -215,9 +217,14 @@ class State:
 
 
 def _nbgrader_exchange_config(state: State) -> str:
+    # Validate runs the notebook: Ray start-up and a Train fit take tens of seconds on 2 cores,
+    # past nbgrader's default of 30 s a cell (the course's own timeouts, grader/nbgrader_config.py).
     return (f"c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            f"c.Exchange.root = {str(state.exchange)!r}\n")
+            f"c.Exchange.root = {str(state.exchange)!r}\n"
+            "c.Execute.timeout = 300\n"
+            "c.Execute.startup_timeout = 120\n"
+            "c.Execute.interrupt_on_timeout = True\n")
 
 
 def lay_out(state: State, roster: Roster) -> None:
@@ -298,7 +305,8 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
 
 
 def write_hub_config(state: State, roster: Roster, ip: str, port: int,
-                     ssl_cert: str | None = None, ssl_key: str | None = None) -> Path:
+                     ssl_cert: str | None = None, ssl_key: str | None = None,
+                     limits: Limits | None = None) -> Path:
     settings = {
         "root": str(ROOT), "python": str(learner_python(state)), "proxy": str(PROXY),
         "venv_prefix": sys.prefix,
@@ -308,6 +316,7 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int,
         "ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
         "learners": roster.learners, "instructors": roster.instructors, "course_id": COURSE_ID,
         "ssl_cert": ssl_cert, "ssl_key": ssl_key,
+        "limits": (limits or Limits()).as_dict(),
     }
     (state.hub / "workshop.json").write_text(json.dumps(settings, indent=2))
     config = state.hub / "jupyterhub_config.py"
@@ -326,8 +335,20 @@ def install_proxy() -> None:
                        check=True, timeout=600)
 
 
+def probe_limits(limits: Limits) -> str:
+    """Which per-learner limits this machine enforces: a throw-away group, described."""
+    group = LearnerGroup("probe", limits).create()
+    for folder in group.folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    return describe(group).split(": ", 1)[1]
+
+
 def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
-           ssl_cert: str | None = None, ssl_key: str | None = None) -> Path:
+           ssl_cert: str | None = None, ssl_key: str | None = None,
+           limits: Limits | None = None) -> Path:
     if os.geteuid() != 0:
         raise SystemExit("make workshop creates system users and runs the hub as root: run it as root")
     install_proxy()
@@ -351,7 +372,9 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
         print(f"[workshop] closed to other users: {', '.join(Path(p).name for p in closed)}")
     release(state, labs, roster.learners)
     print(f"[workshop] released {len(labs)} lab(s) to the exchange {state.exchange}")
-    return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key)
+    limits = limits or Limits()
+    print(f"[workshop] per-learner limits: {probe_limits(limits)}")
+    return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key, limits)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,11 +389,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instructor-group", default=INSTRUCTOR_GROUP)
     parser.add_argument("--ssl-cert", default=os.environ.get("HUB_SSL_CERT"), help="TLS certificate (PEM)")
     parser.add_argument("--ssl-key", default=os.environ.get("HUB_SSL_KEY"), help="its private key")
+    parser.add_argument("--learner-cpus", type=float, default=float(os.environ.get("LEARNER_CPUS") or 2),
+                        help="CPU time per learner, in cores (cgroup quota; 0: none)")
+    parser.add_argument("--learner-memory-gib", type=float,
+                        default=float(os.environ.get("LEARNER_MEMORY_GIB") or 6),
+                        help="memory per learner, all their processes (cgroup; 0: none)")
+    parser.add_argument("--learner-tasks", type=int, default=int(os.environ.get("LEARNER_TASKS") or 4096),
+                        help="processes + threads per learner (cgroup pids.max and RLIMIT_NPROC; 0: none)")
     parser.add_argument("--no-start", action="store_true", help="set up only")
     args = parser.parse_args(argv)
     config = set_up(read_roster(args.roster), State(Path(args.state).resolve(), args.instructor_group), ip=args.ip,
                     port=args.port, labs=args.labs or course_labs(), ssl_cert=args.ssl_cert,
-                    ssl_key=args.ssl_key)
+                    ssl_key=args.ssl_key,
+                    limits=Limits(cpus=args.learner_cpus or None,
+                                  memory_bytes=int(args.learner_memory_gib * GIB) or None,
+                                  tasks=args.learner_tasks or None, nproc=args.learner_tasks or None))
     if args.no_start:
         return 0
     scheme = "https" if args.ssl_cert else "http"

@@ -11,6 +11,9 @@
   ``get_default_system_temp_dir``; Ray's default ``/tmp/ray`` is one folder for the whole machine)
   and ``TMPDIR`` in the user's home (0700), and Ray's token authentication:
   ``RAYLAB_RAY_AUTH=token`` + ``RAY_AUTH_MODE=token`` + a token file only that user can read.
+- Every learner's server runs in that learner's control group with CPU, memory and task limits,
+  and with RLIMIT_NPROC (:mod:`grader.workshop_limits`; :class:`WorkshopSpawner`). Instructors'
+  servers are not limited (they grade a class from there).
 """
 from __future__ import annotations
 
@@ -18,6 +21,27 @@ import os
 import pwd
 import secrets
 from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Dict, Set
+
+from grader.workshop_limits import LearnerGroup, Limits, describe
+
+
+class WorkshopSpawner(LocalProcessSpawner):
+    """JupyterHub's local-process spawner, with each learner's server started inside the
+    learner's control group and under RLIMIT_NPROC (joined in ``preexec_fn``, still as root)."""
+
+    learner_limits = Dict(config=True, help="grader.workshop_limits.Limits fields; empty: no limits")
+    limited_users = Set(config=True, help="the users whose servers get the limits (the learners)")
+
+    def make_preexec_fn(self, name):
+        drop_root = super().make_preexec_fn(name)
+        if name not in self.limited_users or not self.learner_limits:
+            return drop_root
+        group = LearnerGroup(name, Limits(**self.learner_limits)).create()
+        (self.log.warning if group.missing else self.log.info)("[workshop] limits of %s", describe(group))
+        return group.preexec(drop_root)
 
 
 def _user_dir(path: Path, uid: int, gid: int, mode: int = 0o700) -> Path:
@@ -80,7 +104,9 @@ def configure(c, settings: dict) -> None:
     c.Authenticator.allowed_users = set(settings["learners"]) | set(settings["instructors"])
     c.Authenticator.admin_users = set(settings["instructors"])
 
-    c.JupyterHub.spawner_class = "localprocess"
+    c.JupyterHub.spawner_class = WorkshopSpawner
+    c.WorkshopSpawner.learner_limits = settings.get("limits") or {}
+    c.WorkshopSpawner.limited_users = set(settings["learners"])
     c.Spawner.cmd = [settings["python"], "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = 120

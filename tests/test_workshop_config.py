@@ -53,7 +53,8 @@ def test_hub_configuration(tmp_path):
                 "hub_dir": str(tmp_path), "proxy": "/x/configurable-http-proxy", "python": "/x/python",
                 "venv_prefix": "/x", "course": "/s/course", "learner_config": "/s/learner-config",
                 "instructor_config": "/s/instructor-config", "learners": ["bob"],
-                "instructors": ["alice"], "ssl_cert": None, "ssl_key": None}
+                "instructors": ["alice"], "ssl_cert": None, "ssl_key": None,
+                "limits": {"cpus": 2.0, "memory_bytes": 6 << 30, "tasks": 4096, "nproc": 4096}}
     c = Config()
     configure(c, json.loads(json.dumps(settings)))
     assert c.JupyterHub.ip == "127.0.0.1" and c.JupyterHub.hub_ip == "127.0.0.1"
@@ -64,3 +65,9 @@ def test_hub_configuration(tmp_path):
     assert c.JupyterHub.authenticator_class == "pam"
     assert "ssl_cert" not in c.JupyterHub
     assert c.Spawner.cmd == ["/x/python", "-m", "jupyterhub.singleuser"]
+    # Learners' servers get the per-learner limits, instructors' do not.
+    from grader.workshop_hub import WorkshopSpawner
+
+    assert c.JupyterHub.spawner_class is WorkshopSpawner
+    assert c.WorkshopSpawner.limited_users == {"bob"}
+    assert c.WorkshopSpawner.learner_limits["memory_bytes"] == 6 << 30

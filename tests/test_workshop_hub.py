@@ -124,6 +124,10 @@ def hub(tmp_path_factory):
         from raylab.cluster import kill_processes
 
         kill_processes(_processes_of(users))
+        from grader.workshop_limits import LearnerGroup, Limits
+
+        for name in learners:
+            LearnerGroup(name, Limits()).remove()
         for name in users:
             subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
         subprocess.run(["groupdel", group], capture_output=True, timeout=60)
@@ -284,6 +288,70 @@ def test_instructor_gets_formgrader_on_the_course(hub):
     listing = requests.get(f"{base}/formgrader/api/assignments", headers=auth, timeout=120)
     assert listing.status_code == 200, listing.text[:500]
     assert LAB in {a["name"] for a in listing.json()}, listing.text[:500]
+
+
+def _server_process(name: str):
+    for proc in _processes_of([name]):
+        try:
+            if "jupyterhub.singleuser" in " ".join(proc.cmdline()):
+                return proc
+        except Exception:
+            continue
+    return None
+
+
+def test_learner_server_runs_inside_its_limits_and_what_it_costs(hub):
+    """The learner's server is in the learner's control group (CPU, memory, tasks) with
+    RLIMIT_NPROC, the instructor's is not; the resident memory of the hub, its proxy and one idle
+    learner server goes to .scratch/workshop-hub-cost.json (docs/workshop.md, sizing)."""
+    import psutil
+
+    from grader.workshop_limits import LearnerGroup, Limits
+
+    name = hub.learners[0]
+    (hub.auth or {}).get(name) or _start_server(hub, name)
+    (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
+    server, teacher = _server_process(name), _server_process(hub.instructor)
+    assert server is not None and teacher is not None
+    limits = Limits(**json.loads((hub.state / "hub" / "workshop.json").read_text())["limits"])
+    group = LearnerGroup(name, limits).create()  # the same group again: its folders and limits
+    held = set(group.held)
+    assert "nproc" in held
+    cgroups = Path(f"/proc/{server.pid}/cgroup").read_text()
+    if held - {"nproc"}:
+        assert f"raylab-workshop-{name}" in cgroups, cgroups
+        assert server.pid in group.members()
+    assert "raylab-workshop-" not in Path(f"/proc/{teacher.pid}/cgroup").read_text()
+    def max_processes(pid):  # /proc/<pid>/limits: psutil's prlimit call is refused in containers
+        line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines()
+                    if x.startswith("Max processes"))
+        return line.split()[2:4]
+
+    assert max_processes(server.pid) == [str(limits.nproc)] * 2
+    assert max_processes(teacher.pid) != [str(limits.nproc)] * 2
+    for folder in group.folders:
+        for knob, value in (("memory.limit_in_bytes", limits.memory_bytes), ("pids.max", limits.tasks),
+                            ("cpu.cfs_quota_us", int(limits.cpus * 100_000))):
+            if (folder / knob).exists():
+                assert int((folder / knob).read_text()) == value, knob
+    hub_proc = psutil.Process(hub.proc.pid)
+    proxy = [p for p in hub_proc.children(recursive=True) if "configurable-http-proxy" in " ".join(p.cmdline())]
+
+    def mib(proc):
+        info = proc.memory_full_info()
+        return {"rss_mib": round(info.rss / 2**20), "uss_mib": round(info.uss / 2**20)}
+
+    cost = {"hub": mib(hub_proc), "proxy": mib(proxy[0]) if proxy else None,
+            "learner_server": mib(server), "instructor_server": mib(teacher),
+            "limits_held": sorted(held), "limits_missing": group.missing,
+            "hub_cpu_s": round(sum(hub_proc.cpu_times()[:2]), 1),
+            "learner_server_cpu_s": round(sum(server.cpu_times()[:2]), 1)}
+    for folder in group.folders:
+        if (folder / "memory.usage_in_bytes").exists():
+            cost["learner_group_memory_mib"] = round(int((folder / "memory.usage_in_bytes").read_text()) / 2**20)
+    print(json.dumps(cost))
+    (ROOT / ".scratch").mkdir(exist_ok=True)
+    (ROOT / ".scratch" / "workshop-hub-cost.json").write_text(json.dumps(cost, indent=1))
 
 
 def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
