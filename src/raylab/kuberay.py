@@ -10,9 +10,9 @@ KubeRay as an engineering review of real artefacts, so this module provides:
   ``path: message`` problems;
 * :func:`operator_problems`: a few checks the KubeRay operator itself makes after the API server
   accepted the object;
-* readers for review code: :func:`worker_groups`, :func:`head_group` (the Ray resources each Pod
-  gives Ray, worked out the way KubeRay does, and the Pod's volume mounts), :func:`parse_quantity`
-  and :func:`tolerates`.
+* readers for review code, from :mod:`raylab.kuberay_groups` and importable from here:
+  :func:`worker_groups`, :func:`head_group` (the Ray resources each Pod gives Ray, worked out the
+  way KubeRay does, and the Pod's volume mounts), :func:`parse_quantity` and :func:`tolerates`.
 
 The vocabulary of the lab's plan review (:class:`Plan`, :class:`NodeGroup`, :class:`Finding`,
 :data:`FINDING_CODES`) is in :mod:`raylab.plan_review` and importable from here.
@@ -38,16 +38,6 @@ CRD_DIR = Path(__file__).resolve().parent / "kuberay_crds"
 EXAMPLES_DIR = Path(__file__).resolve().parent / "kuberay_examples"
 CRD_FILES = {"RayJob": "ray.io_rayjobs.yaml", "RayCluster": "ray.io_rayclusters.yaml"}
 
-# Volume kinds whose data outlives a Pod and can be mounted by Pods on several nodes (for a PVC,
-# only with a ReadWriteMany volume such as EFS: the access mode lives in the PVC, not here).
-SHARED_VOLUME_KINDS = ("persistentVolumeClaim", "nfs")
-
-# The Kubernetes quantity syntax (the pattern the CRDs use for resources.limits / requests).
-_QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
-_SUFFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-           "P": 1e15, "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
-           "Pi": 2.0**50, "Ei": 2.0**60}
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -339,166 +329,11 @@ def operator_problems(manifest) -> list[SchemaProblem]:
     return problems
 
 
-# --------------------------------------------------------------------------------------------
-# Reading a manifest the way KubeRay does
-# --------------------------------------------------------------------------------------------
-def parse_quantity(value) -> float:
-    """A Kubernetes quantity as a number: ``"500m"`` -> 0.5, ``"8Gi"`` -> 8 * 2**30, ``4`` -> 4.0."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a quantity: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    number = float(match.group("num"))
-    suffix = match.group("suffix") or ""
-    if suffix[:1] in ("e", "E"):
-        return number * 10.0 ** int(suffix[1:])
-    return number * _SUFFIX[suffix]
-
-
-def _cluster_spec_and_path(m: dict) -> tuple[dict, list]:
-    spec = m.get("spec") or {}
-    if m.get("kind") == "RayJob":
-        return spec.get("rayClusterSpec") or {}, ["spec", "rayClusterSpec"]
-    return spec, ["spec"]
-
-
-def ray_cluster_spec(manifest) -> dict:
-    """The RayCluster spec: ``spec`` of a RayCluster, ``spec.rayClusterSpec`` of a RayJob."""
-    return _cluster_spec_and_path(load_manifest(manifest))[0]
-
-
-def _ray_container(group_spec: dict) -> dict:
-    containers = (((group_spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
-    return containers[0]  # KubeRay treats the first container as the Ray container
-
-
-def pod_ray_resources(group_spec: dict) -> dict[str, float]:
-    """The logical ``CPU`` and ``GPU`` one Pod of this group gives Ray, as KubeRay decides them.
-
-    First the group's ``resources`` field, then ``rayStartParams`` (``num-cpus``, ``num-gpus``),
-    then the Ray container's ``limits`` (for CPU, ``requests`` when there is no limit; any
-    ``*/gpu`` limit such as ``nvidia.com/gpu`` for GPU). KubeRay rounds quantities up to whole
-    numbers. A value declared nowhere counts as 0 here (Ray would detect something, but a plan
-    cannot count on it).
-    """
-    override = {str(k).lower(): v for k, v in (group_spec.get("resources") or {}).items()}
-    params = group_spec.get("rayStartParams") or {}
-    res = _ray_container(group_spec).get("resources") or {}
-    limits, requests = res.get("limits") or {}, res.get("requests") or {}
-
-    def whole(q):
-        return float(math.ceil(parse_quantity(q) - 1e-9))
-
-    if "cpu" in override:
-        cpu = whole(override["cpu"])
-    elif params.get("num-cpus") not in (None, ""):
-        cpu = float(params["num-cpus"])
-    elif "cpu" in limits:
-        cpu = whole(limits["cpu"])
-    elif "cpu" in requests:
-        cpu = whole(requests["cpu"])
-    else:
-        cpu = 0.0
-    gpu_override = [v for k, v in override.items() if k == "gpu" or k.endswith("/gpu")]
-    gpu_limits = [v for k, v in limits.items() if str(k).endswith("/gpu")]
-    if gpu_override:
-        gpu = whole(gpu_override[0])
-    elif params.get("num-gpus") not in (None, ""):
-        gpu = float(params["num-gpus"])
-    elif gpu_limits:
-        gpu = whole(gpu_limits[0])
-    else:
-        gpu = 0.0
-    return {"CPU": cpu, "GPU": gpu}
-
-
-def pod_mounts(group_spec: dict) -> dict[str, str]:
-    """``{mountPath: volume kind}`` of the Ray container, e.g. ``{"/mnt/results": "persistentVolumeClaim"}``.
-
-    The kind is the volume's source field (``persistentVolumeClaim``, ``nfs``, ``emptyDir``,
-    ``hostPath``, ``configMap``, ...), ``"unknown"`` when no volume of that name exists.
-    """
-    pod = (group_spec.get("template") or {}).get("spec") or {}
-    kinds = {}
-    for vol in pod.get("volumes") or []:
-        sources = [k for k in vol if k != "name"]
-        kinds[vol.get("name")] = sources[0] if sources else "emptyDir"  # no source: emptyDir
-    return {mnt["mountPath"]: kinds.get(mnt.get("name"), "unknown")
-            for mnt in _ray_container(group_spec).get("volumeMounts") or [] if "mountPath" in mnt}
-
-
-def pod_requests(group_spec: dict) -> dict[str, float]:
-    """What the Kubernetes scheduler reserves for one Pod's Ray container: ``{"cpu": cores,
-    "memory": bytes}``. A resource with a limit but no request is requested at its limit (what
-    Kubernetes does); one declared nowhere counts as 0."""
-    res = _ray_container(group_spec).get("resources") or {}
-    limits, requests = res.get("limits") or {}, res.get("requests") or {}
-    out = {}
-    for name in ("cpu", "memory"):
-        value = requests.get(name, limits.get(name, 0))
-        out[name] = parse_quantity(value)
-    return out
-
-
-def pod_tolerations(group_spec: dict) -> list[dict]:
-    """The Pod template's ``tolerations`` (a list of dicts, possibly empty)."""
-    pod = (group_spec.get("template") or {}).get("spec") or {}
-    return [dict(t) for t in pod.get("tolerations") or []]
-
-
-@dataclass(frozen=True)
-class GroupInfo:
-    """What a review needs to know about one group of Ray Pods."""
-
-    name: str
-    min_replicas: int
-    max_replicas: int
-    num_of_hosts: int  # Pods per replica (multi-host groups); 1 for ordinary groups
-    ray_resources: dict  # {"CPU": float, "GPU": float} one Pod gives Ray
-    mounts: dict  # {mountPath: volume kind} of the Ray container
-    requests: dict = field(default_factory=dict)  # {"cpu": cores, "memory": bytes} for the scheduler
-    tolerations: tuple = ()  # the Pod's tolerations, as dicts
-
-
-def _group_info(name: str, g: dict, head: bool) -> GroupInfo:
-    return GroupInfo(
-        name=name,
-        min_replicas=1 if head else int(g.get("minReplicas", 0) or 0),
-        max_replicas=1 if head else int(g.get("maxReplicas", 2**31 - 1)),
-        num_of_hosts=1 if head else int(g.get("numOfHosts", 1) or 1),
-        ray_resources=pod_ray_resources(g),
-        mounts=pod_mounts(g),
-        requests=pod_requests(g),
-        tolerations=tuple(pod_tolerations(g)),
-    )
-
-
-def tolerates(group: GroupInfo, taint_key: str) -> bool:
-    """Whether the group's Pods may run on nodes tainted ``taint_key`` (effect ``NoSchedule``,
-    no value): a toleration with that key, or an ``Exists`` toleration without a key."""
-    for t in group.tolerations:
-        key, op = t.get("key"), t.get("operator", "Equal")
-        if t.get("effect") not in (None, "", "NoSchedule"):
-            continue
-        if key == taint_key or (not key and op == "Exists"):
-            return True
-    return False
-
-
-def head_group(manifest) -> GroupInfo:
-    spec = ray_cluster_spec(manifest)
-    return _group_info("head", spec.get("headGroupSpec") or {}, head=True)
-
-
-def worker_groups(manifest) -> list[GroupInfo]:
-    spec = ray_cluster_spec(manifest)
-    return [_group_info(g.get("groupName", f"group-{i}"), g, head=False)
-            for i, g in enumerate(spec.get("workerGroupSpecs") or [])]
-
-
-# The plan review vocabulary lives in raylab.plan_review; lab 08's cells reach it through here.
+# Reading the groups of a manifest is raylab.kuberay_groups' job, and the plan review vocabulary
+# lives in raylab.plan_review; lab 08's cells reach both through here.
+from raylab.kuberay_groups import (  # noqa: E402,F401
+    SHARED_VOLUME_KINDS, GroupInfo, _cluster_spec_and_path, head_group, parse_quantity,
+    pod_mounts, pod_ray_resources, pod_requests, pod_tolerations, ray_cluster_spec, tolerates,
+    worker_groups)
 from raylab.plan_review import (  # noqa: E402,F401
     FINDING_CODES, Finding, NodeGroup, Plan, default_worker_group_start_timeout_s, example_plan)
