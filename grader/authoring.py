@@ -9,7 +9,8 @@ uses::
     $EDITOR /tmp/lab.txt
     python -m grader.authoring from-text /tmp/lab.txt solutions/00_lab_setup/00_lab_setup.ipynb
 
-Each cell starts with a header line ``#%% KIND GRADE_ID [points=N] [tags=a,b]`` where KIND is
+Each cell starts with a header line ``#%% KIND GRADE_ID [points=N] [tags=a,b] [collapsed=yes]``
+(``collapsed=yes``: a heading cell JupyterLab opens collapsed, for optional deep dives) where KIND is
 ``md`` (read-only prose), ``code`` (read-only code), ``answer`` (learner's code: solution region
 inside ``### BEGIN SOLUTION`` / ``### END SOLUTION``), ``answer-md`` (manually graded prose
 answer, needs points) or ``tests`` (locked autograded tests, needs points).
@@ -35,7 +36,7 @@ KINDS = {
 
 
 def make_cell(kind: str, grade_id: str, source: str, *, points: float | None = None,
-              tags: tuple[str, ...] = ()):
+              tags: tuple[str, ...] = (), collapsed: bool = False):
     cell_type, grade, solution, locked = KINDS[kind]
     if grade and points is None:
         raise ValueError(f"{grade_id}: a graded cell needs points")
@@ -49,6 +50,8 @@ def make_cell(kind: str, grade_id: str, source: str, *, points: float | None = N
     cell.metadata = {"nbgrader": meta}
     if tags:
         cell.metadata["tags"] = list(tags)
+    if collapsed:
+        cell.metadata["jp-MarkdownHeadingCollapsed"] = True
     return cell
 
 
@@ -80,6 +83,8 @@ def to_text(nb) -> str:
             header += f" points={meta['points']:g}"
         if cell.metadata.get("tags"):
             header += " tags=" + ",".join(cell.metadata["tags"])
+        if cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+            header += " collapsed=yes"
         parts.append(header + "\n" + cell.source.strip("\n") + "\n")
     return "\n".join(parts)
 
@@ -92,7 +97,8 @@ def from_text(text: str) -> nbformat.NotebookNode:
             kind, grade_id, opts = current
             cells.append(make_cell(kind, grade_id, "\n".join(body),
                                    points=float(opts["points"]) if "points" in opts else None,
-                                   tags=tuple(t for t in opts.get("tags", "").split(",") if t)))
+                                   tags=tuple(t for t in opts.get("tags", "").split(",") if t),
+                                   collapsed=opts.get("collapsed") == "yes"))
 
     for lineno, line in enumerate(text.splitlines(), 1):
         m = HEADER.match(line)
