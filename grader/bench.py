@@ -40,10 +40,10 @@ from pathlib import Path
 
 from grader import course
 from grader.run_solutions import run_notebook
+from grader.train_logs import train_runs
 
 SCRATCH = course.ROOT / ".scratch"
 CLUSTER_START = re.compile(r"\b(raylab\.setup|raylab\.start_cluster|start_cluster|ray\.init)\(")
-WORKERS_UP = "Started training worker group"
 METHOD = (
     "Method: Ray start-up = wall time of the cells that start the cluster (raylab.setup / ray.init). "
     "Train start-up = per Train run, controller's first log record -> 'Started training worker "
@@ -135,38 +135,6 @@ def cell_intervals(nb) -> list[tuple[int, float, float, str]]:
         if cell.cell_type == "code" and start and end:
             rows.append((index, _ts(start), _ts(end), cell.source))
     return rows
-
-
-def _log_time(record: dict) -> float | None:
-    if "timestamp_ns" in record:
-        return int(record["timestamp_ns"]) / 1e9
-    stamp = record.get("asctime")
-    if not stamp:
-        return None
-    return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
-
-
-def train_runs(ray_tmp: Path) -> list[tuple[float, float | None]]:
-    """(first record, workers up or None) of every Ray Train run logged under ``ray_tmp``.
-
-    Each controller writes its own JSON log; records carry ``run_name``, so a file that holds
-    several runs still splits correctly. A retried run counts its first worker group only.
-    """
-    runs: dict[tuple[str, str], list] = {}
-    for path in sorted(Path(ray_tmp).glob("**/logs/train/ray-train-sys-controller-*.log")):
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            when = _log_time(record)
-            if when is None:
-                continue
-            run = runs.setdefault((path.name, str(record.get("run_name", ""))), [when, None])
-            run[0] = min(run[0], when)
-            if run[1] is None and WORKERS_UP in str(record.get("message", "")):
-                run[1] = when
-    return sorted(((first, up) for first, up in runs.values()), key=lambda run: run[0])
 
 
 def merged_length(intervals: list[tuple[float, float]]) -> float:

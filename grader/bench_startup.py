@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.bench import _log_time
+from grader.train_logs import controller_records
 
 CONFIGS = ("plain", "course")
 MARKERS = (  # (phase that ends at this record, text of the record)
@@ -115,22 +115,6 @@ def _child(config: str, runs: int, workers: int) -> dict:
     return {"config": config, "cluster_s": cluster_s, "fits": fits}
 
 
-def controller_records(ray_tmp: Path) -> dict[str, list[tuple[float, str]]]:
-    """run name -> [(time, message)] from every Train controller's JSON log under ``ray_tmp``."""
-    records: dict[str, list[tuple[float, str]]] = {}
-    for path in sorted(Path(ray_tmp).glob("**/logs/train/ray-train-sys-controller-*.log")):
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            when = _log_time(record)
-            if when is not None:
-                records.setdefault(str(record.get("run_name", "")), []).append(
-                    (when, str(record.get("message", ""))))
-    return {name: sorted(rows) for name, rows in records.items()}
-
-
 def phases(called: float, returned: float, records: list[tuple[float, str]]) -> dict[str, float]:
     """Seconds per phase of one run (see the module docstring); a phase whose record is missing
     is merged into the next one that is found."""
@@ -163,7 +147,7 @@ def run_config(config: str, runs: int, workers: int) -> dict:
         if proc.returncode != 0 or not lines:
             raise RuntimeError(f"{config}: the child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         child = json.loads(lines[-1])
-        records = controller_records(ray_tmp)
+        records = {run: rows for (_, run), rows in controller_records(ray_tmp).items()}
         child["phases"] = [phases(f["called"], f["returned"], records[f["name"]])
                            for f in child["fits"] if records.get(f["name"])]
         return child

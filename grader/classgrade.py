@@ -25,7 +25,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import signal
 import sys
 import threading

@@ -1,7 +1,7 @@
 """``make bench-startup`` helpers: a run's phases from the Train controller's log (fast, no Ray)."""
 import json
 
-from grader import bench_startup
+from grader import bench_startup, train_logs
 
 
 def _write_log(folder, run_name, rows):
@@ -20,8 +20,9 @@ def test_phases_follow_the_controller_records(tmp_path):
         (108.7, "Started training worker group of size 2: "),
         (109.7, "Shutting down 2 workers."),
     ])
-    records = bench_startup.controller_records(tmp_path)
-    got = bench_startup.phases(100.0, 110.0, records["empty-0"])
+    records = train_logs.controller_records(tmp_path)
+    assert list(records) == [("ray-train-sys-controller-empty-0.log", "empty-0")]
+    got = bench_startup.phases(100.0, 110.0, records[("ray-train-sys-controller-empty-0.log", "empty-0")])
     assert got == {"controller start": 2.0, "scheduling": 0.5, "worker processes": 3.5,
                    "context + group": 2.5, "launch": 0.2, "training function": 1.0,
                    "teardown": 0.3, "total": 10.0}

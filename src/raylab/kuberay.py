@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
