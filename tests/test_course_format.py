@@ -193,3 +193,14 @@ def test_learner_prose_checks_can_fail():
                                 "**Machine time:** about 15 s on 2 CPU cores.")
     assert CLAIM_ID.search("- **C05** the Trainer") and not CLAIM_ID.search("C100 or EC2 or C5")
     assert AUTHORS_WORDS.search("## Claims you will check") and AUTHORS_WORDS.search("the Chapter")
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_optional_deep_dives_open_collapsed_in_their_own_cell(lab):
+    """A deep dive is a heading cell of its own that JupyterLab opens collapsed (the cells under it
+    stay hidden until the learner expands it), so a first reading skips it."""
+    for cell in _learner_markdown(lab):
+        if re.search(r"^#+ Optional deep dive", cell.source, re.MULTILINE | re.IGNORECASE):
+            assert re.match(r"#+ Optional deep dive", cell.source, re.IGNORECASE), \
+                f"{lab}: a deep dive heading inside another cell: {cell.source[:80]!r}"
+            assert cell.metadata.get("jp-MarkdownHeadingCollapsed") is True, cell.source[:80]
