@@ -19,13 +19,14 @@ with numpy alone, without this package.
 | lab | what the running example becomes |
 |---|---|
 | 01 Train V2 | the learner's first driver and worker loop: a 2-worker ``TorchTrainer``, ``Result`` read back, compared with :func:`reference_fit` |
-| 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit` |
+| 02 scaling | an elastic ``ScalingConfig`` with per-worker resources; the footprint Ray reserved, read from the placement group inside the run |
+| 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit`; 1 and 2 workers timed for a speed-up table |
 | 06 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; ``Tuner.restore`` of an interrupted experiment |
 | 09 capstone | a plain script with no ``raylab``: train on 2 workers inside Tune trials, evaluate the best checkpoint |
 
-Not yet: labs 02, 03, 05 and 07 keep their own small jobs (placement models, ``raylab.ckpt``'s
-five-part state, Train inside Tune on a toy loss); :func:`rebuild_trained_run` and
-:func:`rebuild_tune_results` are ready for them.
+Not yet: labs 03, 05 and 07 keep their own small jobs (``raylab.ckpt``'s five-part state, Train
+inside Tune on a toy loss); :func:`rebuild_trained_run` and :func:`rebuild_tune_results` are ready
+for them.
 
 Checkpoints of the running example are folders holding :data:`CHECKPOINT_FILE`, the
 ``state_dict()`` of :func:`build_model`'s module (not of the DDP wrapper); :func:`load_model`
