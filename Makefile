@@ -65,8 +65,8 @@ grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make 
 bench-startup: $(STAMP)  ## where an empty 2-worker fit()'s seconds go (Ray's own logs), next to the process floor
 	PYTHONPATH=. $(BIN)/python -m grader.bench_startup
 
-bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader on N synthetic submissions
-	PYTHONPATH=. $(BIN)/python -m grader.bench_grading
+bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader: make bench-grading [LAB=05_failures_and_retries] [N=4]
+	PYTHONPATH=. $(BIN)/python -m grader.bench_grading $(if $(LAB),--lab $(LAB)) $(if $(N),-n $(N))
 
 gpu-check: $(STAMP)  ## before a GPU workshop: run lab 04's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py
