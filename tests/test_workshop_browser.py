@@ -1,8 +1,11 @@
-"""The workshop hub in a real browser (issue 17, first part of the round trip): a learner logs in
-through the hub's login page in Debian's Chromium (Playwright), lands in the learner JupyterLab
-(nbgrader's menu without Formgrader or Create assignment), opens the Assignment List, fetches the
-released lab and submits it; the submission reaches the exchange. Screenshots of each step land in
-``<pytest tmp>/screenshots``. Uses test_workshop_hub's hub (its own hub in this module)."""
+"""The workshop hub in a real browser (issue 17): a learner logs in through the hub's login page
+in Debian's Chromium (Playwright), lands in the learner JupyterLab (nbgrader's menu without
+Formgrader or Create assignment), opens the Assignment List, fetches the released lab and submits
+it; the submission reaches the exchange. Then a second learner submits the lab answered right,
+the instructor collects, grades with the course's class grader and releases the feedback, and
+each learner fetches their feedback and sees their own score, not the other's (lab 00 only: the
+grading part adds about 80 s). Screenshots of each step land in ``<pytest tmp>/screenshots``.
+Uses test_workshop_hub's hub (its own hub in this module)."""
 from __future__ import annotations
 
 import pwd
@@ -84,3 +87,126 @@ def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
             raise
         finally:
             browser.close()
+
+
+def _api_token(hub, name: str) -> dict:
+    """API headers for ``name`` whose server is already running (started by its browser login)."""
+    import requests
+
+    session, reply = wh._login(hub, name)
+    assert reply.status_code == 302, reply.text[:500]
+    token = session.post(f"{hub.url}/hub/api/users/{name}/tokens", timeout=30, json={"expires_in": 900},
+                         headers={"X-XSRFToken": session.cookies.get("_xsrf")})
+    assert token.status_code == 201, token.text[:500]
+    return {"Authorization": f"token {token.json()['token']}"}
+
+
+FEEDBACK_PROBE = r"""
+import json, os, sys
+feedback = sys.argv[1]
+try:
+    os.listdir(feedback)
+    listed = True
+except OSError:
+    listed = False
+print(json.dumps({"listed": listed}))
+"""
+
+
+def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(hub, tmp_path):
+    """After the browser submission above (the lab as released: wrong), the other learner submits
+    the lab answered with the solution's code (through the Assignments tab's calls); the
+    instructor collects, grades with the course's class grader (`make grade`'s grader.classgrade)
+    and releases the feedback (nbgrader's release_feedback); each learner fetches their feedback
+    and, in the browser, sees their own score; the other's feedback is not theirs to open."""
+    import json
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import nbformat
+    import requests
+    from playwright.sync_api import sync_playwright
+
+    from grader import mutants
+
+    right, wrong = hub.learners[0], hub.learners[1]
+    lab, course_id = wh.LAB, wh.workshop.COURSE_ID
+    form = {"assignment_id": lab, "course_id": course_id}
+    auth = (hub.auth or {}).get(right) or wh._start_server(hub, right)
+    base = f"{hub.url}/user/{right}/assignments"
+    assert requests.post(f"{base}/fetch", data=form, headers=auth, timeout=120).status_code == 200
+    entry = pwd.getpwnam(right)
+    notebook = Path(entry.pw_dir) / lab / f"{lab}.ipynb"
+    nbformat.write(mutants.submission(lab, mutants.answer_sources(lab), release=notebook), notebook)
+    os.chown(notebook, entry.pw_uid, entry.pw_gid)
+    assert requests.post(f"{base}/submit", data=form, headers=auth, timeout=120).status_code == 200
+
+    # The instructor: collect, grade with the class grader (`make grade`), release the feedback.
+    from grader import workshop_feedback
+
+    state = wh.workshop.State(hub.state)
+    assert workshop_feedback.collect(state, lab) == sorted([right, wrong])
+    submitted = hub.state / "course" / "submitted"
+    out = tmp_path / "class"
+    started = time.monotonic()
+    graded = subprocess.run([sys.executable, "-m", "grader.classgrade", str(submitted), "--out", str(out),
+                             "--labs", lab, "--workers", "2"], cwd=wh.ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(wh.ROOT)}, timeout=600)
+    print(f"class grader: {time.monotonic() - started:.1f} s\n{graded.stdout[-1500:]}")
+    assert graded.returncode == 0, graded.stderr[-2000:]
+    scores = {}
+    for student in (right, wrong):
+        html = (out / "feedback" / student / lab / f"{lab}.html").read_text()
+        scores[student] = tuple(map(float, re.search(r"Score: ([0-9.]+) / ([0-9.]+)", html).groups()))
+    assert scores[right][0] == scores[right][1] > 0, scores
+    assert scores[wrong][0] < scores[wrong][1], scores
+    assert workshop_feedback.release(state, lab, out) == sorted([right, wrong])
+
+    # Each learner fetches their feedback (the Assignments tab's call) and opens it in the browser.
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    seen = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            for student in (right, wrong):
+                learner_auth = (hub.auth or {}).get(student) or _api_token(hub, student)
+                fetched = requests.post(f"{hub.url}/user/{student}/assignments/fetch_feedback", data=form,
+                                        headers=learner_auth, timeout=120)
+                assert fetched.status_code == 200, fetched.text[:500]
+                home = Path(pwd.getpwnam(student).pw_dir)
+                mine = sorted((home / lab / "feedback").glob(f"*/{lab}.html"))
+                assert len(mine) == 1, mine
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(90_000)
+                page.goto(f"{hub.url}/hub/login")
+                page.fill("#username_input", student)
+                page.fill("#password_input", wh.PASSWORD)
+                page.click("#login_submit")
+                page.wait_for_url(f"**/user/{student}/**", timeout=150_000)
+                relative = mine[0].relative_to(home)
+                page.goto(f"{hub.url}/user/{student}/files/{relative}")
+                page.wait_for_selector("text=Score:")
+                page.screenshot(path=str(shots / f"feedback-{'right' if student == right else 'wrong'}.png"),
+                                full_page=False)
+                text = page.inner_text("body")
+                seen[student] = re.search(r"Score: ([0-9.]+) / ([0-9.]+)", text).groups()
+                # The other learner's copy is not reachable from this learner's server.
+                other = wrong if student == right else right
+                there = page.goto(f"{hub.url}/user/{student}/files/../../{other}/{relative}")
+                assert there is None or there.status in (403, 404) or "Score:" not in page.inner_text("body")
+                page.close()
+        finally:
+            browser.close()
+    assert {s: tuple(map(float, v)) for s, v in seen.items()} == scores, (seen, scores)
+    # Released feedback in the exchange is named by a per-submission secret: a learner cannot list it.
+    env = {"HOME": pwd.getpwnam(wrong).pw_dir, "PATH": "/usr/bin:/bin"}
+    probe = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", wrong, "--", "/usr/bin/python3",
+                            "-c", FEEDBACK_PROBE, str(hub.state / "exchange" / course_id / "feedback")],
+                           capture_output=True, text=True, timeout=60, env=env, cwd="/")
+    assert json.loads(probe.stdout) == {"listed": False}, probe.stderr[-500:]
+    print(f"screenshots: {shots}; scores {scores}")

@@ -1,0 +1,73 @@
+"""The instructor's side of grading on the workshop hub: collect, then release the class grader's
+feedback through nbgrader's exchange (issue 17).
+
+    sudo PYTHONPATH=. .venv/bin/python -m grader.workshop_feedback collect 00_lab_setup
+    sudo make grade SUBMISSIONS=/srv/raylab-workshop/course/submitted
+    sudo PYTHONPATH=. .venv/bin/python -m grader.workshop_feedback release 00_lab_setup --graded .grading/class
+
+``collect`` is nbgrader's collect on the hub's course folder (the latest submission of every
+learner to ``<state>/course/submitted/<learner>/<lab>/``). ``release`` takes each learner's
+feedback page from the class grader's output (``<graded>/feedback/<learner>/<lab>/<lab>.html``,
+already scanned for hidden-test text), puts it in the course folder's ``feedback/`` with the
+submission's ``timestamp.txt`` and ``submission_secret.txt`` (nbgrader names a released page by a
+hash of that secret, so only the learner whose submission it is can fetch it), and runs nbgrader's
+release_feedback. Learners then press "Fetch Feedback" in the Assignments tab.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from grader import workshop
+
+
+def collect(state: workshop.State, lab: str) -> list[str]:
+    result = workshop._nbgrader_api(state).collect(lab)
+    workshop._check(result, f"collect {lab}")
+    submitted = state.course / "submitted"
+    return sorted(p.name for p in submitted.iterdir() if (p / lab).is_dir()) if submitted.is_dir() else []
+
+
+def release(state: workshop.State, lab: str, graded: Path) -> list[str]:
+    """Release the class grader's feedback of ``lab``; return the learners it was released to."""
+    released = []
+    submitted = state.course / "submitted"
+    for page in sorted((graded / "feedback").glob(f"*/{lab}/{lab}.html")):
+        learner = page.parent.parent.name
+        source = submitted / learner / lab
+        if not (source / "submission_secret.txt").exists():
+            print(f"[workshop] {learner}: no collected submission of {lab}; feedback not released")
+            continue
+        dest = state.course / "feedback" / learner / lab
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page, dest / page.name)
+        for name in ("timestamp.txt", "submission_secret.txt"):
+            shutil.copy(source / name, dest / name)
+        released.append(learner)
+    if released:
+        workshop._check(workshop._nbgrader_api(state).release_feedback(lab), f"release_feedback {lab}")
+    return released
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=["collect", "release"])
+    parser.add_argument("lab")
+    parser.add_argument("--state", default=str(workshop.DEFAULT_STATE))
+    parser.add_argument("--graded", type=Path, default=workshop.ROOT / ".grading" / "class",
+                        help="the class grader's output folder (make grade's --out)")
+    args = parser.parse_args(argv)
+    state = workshop.State(Path(args.state).resolve())
+    if args.action == "collect":
+        names = collect(state, args.lab)
+        print(f"[workshop] {args.lab}: {len(names)} submission(s) in {state.course / 'submitted'}")
+    else:
+        names = release(state, args.lab, args.graded)
+        print(f"[workshop] {args.lab}: feedback released to {len(names)} learner(s): {' '.join(names)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
