@@ -248,19 +248,31 @@ def _result_or_failure(get, unit: Unit) -> dict:
 
 
 class Progress:
+    """tqdm's bar on a terminal (stderr), and one line per graded submission on stdout, with tqdm's
+    estimate of the time left (also in logs and pipes, where the bar is off)."""
+
     def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="submission", file=sys.stderr, disable=not sys.stderr.isatty(),
+                        dynamic_ncols=True)
         self.total, self.count, self.start = total, 0, time.monotonic()
 
     def step(self, unit: Unit, result: dict) -> None:
+        from tqdm import tqdm
+
         self.count += 1
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.count * (self.total - self.count)
+        self.bar.update(1)
+        rate = self.count / max(time.monotonic() - self.start, 1e-9)
+        eta = tqdm.format_interval((self.total - self.count) / rate)
         got = sum((s[0] or 0) for s in result.get("scores", {}).values())
         top = sum((s[1] or 0) for s in result.get("scores", {}).values())
         what = f"{got:g}/{top:g}" if result["status"] == "graded" else f"FAILED: {result['reason'][:60]}"
-        bar = "#" * int(20 * self.count / max(self.total, 1))
-        print(f"[{bar:<20}] {self.count}/{self.total} {unit.key:<36} {what:<28} "
-              f"({result.get('seconds', 0):.0f} s)  ETA {int(eta // 60)}m{int(eta % 60):02d}s", flush=True)
+        tqdm.write(f"[{self.count}/{self.total}] {unit.key:<36} {what:<28} "
+                   f"({result.get('seconds', 0):.0f} s)  left: {eta}", file=sys.stdout)
+        sys.stdout.flush()
+        if self.count == self.total:
+            self.bar.close()
 
 
 def main(argv=None) -> int:
