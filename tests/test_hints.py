@@ -374,3 +374,20 @@ def test_lab_titles_come_from_the_lab_folders():
     for lab in course.labs():
         assert hints.lab_title(lab[:2]) == f"lab {lab[:2]} ({lab})"
     assert hints.lab_title("77") == "lab 77"
+
+
+def test_install_then_uninstall_restores_the_previous_excepthook():
+    import sys
+
+    def mine(*exc_info):
+        return None
+
+    saved = sys.excepthook
+    sys.excepthook = mine
+    try:
+        assert hints.install() == "excepthook" and sys.excepthook is not mine
+        assert hints.install() == "excepthook"  # idempotent: still chains to mine, not to itself
+        hints.uninstall()
+        assert sys.excepthook is mine
+    finally:
+        sys.excepthook = saved
