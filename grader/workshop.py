@@ -29,17 +29,16 @@ import argparse
 import grp
 import json
 import os
-import pwd
-import re
-import secrets
 import shutil
 import socket
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from grader.workshop_accounts import (  # noqa: F401 - the tests and the hub use these names from here
+    TEST_PASSWORD_ENV, Roster, ensure_group, ensure_user, read_roster, user_exists)
 from grader.workshop_limits import GIB, LearnerGroup, Limits, describe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,82 +48,10 @@ LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"
 HUB_NODE_DIR = ROOT / "workshop" / "hub"
 PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 DEFAULT_STATE = Path(os.environ.get("RAYLAB_WORKSHOP_STATE", "/srv/raylab-workshop"))
-TEST_PASSWORD_ENV = "RAYLAB_WORKSHOP_TEST_PASSWORD"
 INSTRUCTOR_GROUP = "raylab-instructors"
 # What a learner may read in this clone (top-level names); everything else is closed to others.
 LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
                    "requirements.txt", "constraints.txt", "environment.yml", ".gitignore"}
-_LOGIN = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
-
-
-@dataclass
-class Roster:
-    learners: list[str] = field(default_factory=list)
-    instructors: list[str] = field(default_factory=list)
-
-    @property
-    def everyone(self) -> list[str]:
-        return self.instructors + self.learners
-
-
-def read_roster(path: str | os.PathLike) -> Roster:
-    """One learner login a line; ``instructor: login`` for instructors; ``#`` starts a comment."""
-    roster = Roster()
-    for number, raw in enumerate(Path(path).read_text().splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        kind, _, name = line.rpartition(":")
-        kind, name = kind.strip().lower(), name.strip()
-        if kind not in ("", "instructor", "learner"):
-            raise ValueError(f"{path}:{number}: unknown role {kind!r} (use 'instructor: login')")
-        if not _LOGIN.fullmatch(name) or name == "root":
-            raise ValueError(f"{path}:{number}: {name!r} is not a valid login name")
-        if name in roster.everyone:
-            raise ValueError(f"{path}:{number}: {name} is listed twice")
-        (roster.instructors if kind == "instructor" else roster.learners).append(name)
-    if not roster.learners and not roster.instructors:
-        raise ValueError(f"{path}: no one on the roster")
-    return roster
-
-
-def user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def ensure_group(name: str) -> int:
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        subprocess.run(["groupadd", name], check=True, capture_output=True, timeout=60)
-        return grp.getgrnam(name).gr_gid
-
-
-def ensure_user(name: str, groups: tuple[str, ...] = ()) -> str | None:
-    """Create system user ``name`` (home 0700) unless it exists; return its new password (None
-    for an existing user, whose password is left alone)."""
-    if user_exists(name):
-        for group in groups:
-            subprocess.run(["usermod", "--append", "--groups", group, name], capture_output=True,
-                           timeout=60, check=True)
-        home = Path(pwd.getpwnam(name).pw_dir)
-        if home.is_dir():
-            os.chmod(home, 0o700)
-        return None
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
-                    *(["--groups", ",".join(groups)] if groups else []), name],
-                   check=True, capture_output=True, timeout=60)
-    os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
-    password = os.environ.get(TEST_PASSWORD_ENV) or secrets.token_urlsafe(12)
-    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True,
-                   capture_output=True, timeout=60)
-    return password
-
-
 def close_answer_key(root: Path = ROOT) -> dict[str, int]:
     """Remove the "others" permissions from every top-level entry of the clone a learner must not
     read; return the old modes (path -> mode) of those changed."""
