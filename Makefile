@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-fast release check bench bench-startup bench-grading grade grade-mine new-lab prove gpu-check setup clean help learner-pack
+.PHONY: lab test test-fast release check bench bench-startup bench-grading stability grade grade-mine new-lab prove gpu-check setup clean help learner-pack
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton
 
 prove: $(STAMP)  ## prove one lab's grader both ways: make prove LAB=03_checkpoints_and_report
 	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
+
+stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]
+	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
 	PYTHONPATH=. $(BIN)/python -m grader.run_solutions
