@@ -5,7 +5,7 @@ package (``src/raylab`` + ``pyproject.toml``), the environment files (``requirem
 ``constraints.txt``, ``environment.yml``), the learner JupyterLab configuration
 (``workshop/learner-jupyter-config``) and, from ``workshop/learner-pack/``, a Makefile with the
 learner's two commands (``make setup``, ``make lab``: the same recipes as the course Makefile's,
-``tests/test_learner_pack.py`` compares them), a README for learners and an ``nbgrader_config.py``
+``tests/workshop/test_learner_pack.py`` compares them), a README for learners and an ``nbgrader_config.py``
 for Validate. Nothing else: no ``solutions/``, no ``grader/`` (mutants, hidden-test tooling),
 no tests, no gradebooks, no git history.
 

@@ -16,7 +16,7 @@ applying when a solution is edited::
 Submissions are built the way a learner makes them: the released notebook with answer cells
 filled in. Round ``k`` fills every answer cell with its ``k``-th mutant (or its solution when it has
 fewer), so one autograde run checks one mutant of every exercise. That is sound because exercises
-are independent: ``tests/test_mutants.py`` checks that no answer or test cell uses a name defined
+are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell uses a name defined
 by another exercise's answer cell.
 """
 from __future__ import annotations

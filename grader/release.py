@@ -27,7 +27,7 @@ PUBLISHED = course.ROOT / "grader" / "published_grade_ids.json"
 
 
 def record_published_grade_ids(labs: list[str]) -> None:
-    """Add the released labs' grade_ids to the record that tests/test_course_format.py guards.
+    """Add the released labs' grade_ids to the record that tests/labs/test_course_format.py guards.
 
     Ids are only ever added: a gradebook and the Japanese edition refer to every released id.
     """

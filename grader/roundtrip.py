@@ -6,7 +6,7 @@ the untouched learner copy above 0, a mutant at full marks on the exercise it br
 caught only by a crash instead of a check, an error in any cell of the solution, a solution flagged
 for review, or processes left behind. Every submission is graded by
 ``grader.autograde.autograde_submission``, the function the class grader calls, so this proves the
-path that grades a class. ``tests/test_autograde_roundtrip.py`` runs it for every lab.
+path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab.
 """
 from __future__ import annotations
 

@@ -147,7 +147,7 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
 START_ATTEMPTS = 2
 
 # Opt-in switch: RAYLAB_RAY_AUTH=token starts the course's clusters with Ray's token
-# authentication (tests/test_ray_auth.py measures what it refuses). Off by default: the labs
+# authentication (tests/helpers/test_ray_auth.py measures what it refuses). Off by default: the labs
 # teach nothing that changes with it, and its cost was not measured on a quiet machine yet.
 TOKEN_AUTH_SWITCH = "RAYLAB_RAY_AUTH"
 

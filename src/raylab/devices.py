@@ -2,7 +2,7 @@
 
 The labs run the same training code on a laptop (CPU, gloo) and on a GPU cluster (CUDA, NCCL). The
 decision is made here, by pure functions that take "are there GPUs, how many" as *inputs*, so
-the CUDA branches are unit-tested on a CPU-only machine (``tests/test_devices.py``).
+the CUDA branches are unit-tested on a CPU-only machine (``tests/helpers/test_devices.py``).
 
 Where the answer comes from matters. The workers run wherever Ray places them, so the question is
 "does the *cluster* offer GPUs?": :func:`cluster_gpus` reads ``ray.cluster_resources()["GPU"]``

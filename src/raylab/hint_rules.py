@@ -1,7 +1,7 @@
 """The mistakes :mod:`raylab.hints` knows: each a :class:`Rule`, a :class:`Hint` (what went wrong,
 the fix, the lab to reread) and a matcher over one exception of the chain :func:`chain` unfolds.
 
-Matchers use class names and message texts observed on Ray 2.58.0 (``tests/test_hints.py``
+Matchers use class names and message texts observed on Ray 2.58.0 (``tests/helpers/test_hints.py``
 triggers the errors for real, or builds the expensive ones from Ray's own exception classes), so
 importing this module never imports Ray. Add a mistake here, with a test that raises it.
 """

@@ -8,7 +8,7 @@ scores a test cell 0 as soon as anything appears on stderr.
 Ray Train reports failures inside wrappers, so matching looks through the whole chain:
 ``__cause__`` / ``__context__``, ``WorkerGroupError.worker_failures``,
 ``ControllerError.controller_failure`` and ``RayTaskError.cause``. Matching uses class names
-and message texts observed on Ray 2.58.0 (``tests/test_hints.py`` triggers the errors for real,
+and message texts observed on Ray 2.58.0 (``tests/helpers/test_hints.py`` triggers the errors for real,
 or builds the expensive ones from Ray's own exception classes), so importing this module never
 imports Ray.
 

@@ -7,7 +7,7 @@
 - :func:`plan_train_tune` is a small model of Tune + Train on a fixed cluster: Tune starts trial
   drivers while their resources fit and ``max_concurrent_trials`` allows; each driver's Train run
   then needs its whole worker group placed at once. It predicts waves of trials, or the deadlock
-  where drivers hold the CPUs their own workers need. ``tests/test_claims_tune.py`` checks its
+  where drivers hold the CPUs their own workers need. ``tests/claims/test_claims_tune.py`` checks its
   verdicts against live runs.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def tuner_settings(tuner) -> dict:
     ``storage_path``, ``verbose``, ``run_config_type`` (the class passed as ``run_config``),
     ``param_space`` and ``trial`` (see :func:`trial_resources`).
 
-    Ray 2.58.0 keeps these on the Tuner's private ``_local_tuner``; ``tests/test_raylab_tuning.py``
+    Ray 2.58.0 keeps these on the Tuner's private ``_local_tuner``; ``tests/helpers/test_raylab_tuning.py``
     pins that, so a Ray upgrade that moves them fails there first.
     """
     inner = tuner._local_tuner
@@ -210,7 +210,7 @@ class ReplayResults:
     ``get_dataframe()`` gives each trial's last reported row, ``get_dataframe(filter_metric=m,
     filter_mode="max"|"min")`` the row where ``m`` was best (the first such row), with the same
     columns Tune uses for them: the metric, ``training_iteration``, ``trial_id`` and one
-    ``config/<key>`` column per config key. ``tests/test_raylab_tuning.py`` compares it with a real
+    ``config/<key>`` column per config key. ``tests/helpers/test_raylab_tuning.py`` compares it with a real
     ``ResultGrid`` of the same curves.
     """
 

@@ -44,7 +44,7 @@ def test_claims_of_landed_labs_are_tagged(capsys):
 def _claims_with_a_test() -> set[str]:
     """Claim ids named by test functions: test_c16_c18_report_is_a_barrier covers C16 and C18."""
     found = set()
-    for path in Path(__file__).parent.glob("test_*.py"):
+    for path in Path(__file__).parents[1].rglob("test_*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef):
                 m = re.match(r"test_((?:c\d\d_)+)", node.name + "_")

@@ -17,7 +17,7 @@ from grader import course, roundtrip
 pytestmark = pytest.mark.slow
 
 
-# The quiz's round trip runs in tests/test_quiz.py, which also checks its per-question export.
+# The quiz's round trip runs in tests/labs/test_quiz.py, which also checks its per-question export.
 @pytest.mark.parametrize("lab", [lab for lab in course.labs() if lab != "10_quiz"])
 def test_autograder_is_right_in_both_directions(lab, round_trips):
     rt = round_trips(lab)

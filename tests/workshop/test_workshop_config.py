@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from traitlets.config import Config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from grader import workshop  # noqa: E402

@@ -38,7 +38,7 @@ from grader import course, mutants
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAB = "00_lab_setup"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -16,7 +16,7 @@ from ray import cloudpickle as _cloudpickle
 # Ray workers cannot import this test module: ship its functions by value.
 _cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_check.py"
 
 

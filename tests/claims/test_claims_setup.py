@@ -65,7 +65,7 @@ def _run_in_fresh_python(code: str, env: dict, unset=(), timeout: int = 240) -> 
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     full_env = {k: v for k, v in os.environ.items() if k not in unset}
     full_env.update(env, PYTHONPATH=os.pathsep.join([str(root), str(root / "src")]))
     done = subprocess.run([sys.executable, "-c", code], env=full_env, cwd=root, text=True,

@@ -20,7 +20,7 @@ What this module proves, on one real local cluster (2 logical CPUs plus 2 units 
   run names and storage, rank 0's metrics unaveraged plus ``checkpoint_path``, Tune and Train
   ``RunConfig`` kept apart, and the driver on a custom resource so its workers get both CPUs.
 
-C32 is tested in ``tests/test_claims_setup.py``. Everything that can hang is bounded: a Tune time
+C32 is tested in ``tests/claims/test_claims_setup.py``. Everything that can hang is bounded: a Tune time
 budget, Train's worker-group start timeout with ``controller_failure_limit=0``, a child process
 with a hard time limit, and a ``pytest.mark.timeout`` on every test that runs something.
 """

@@ -1,6 +1,6 @@
 """The capstone's check helpers (raylab.capstone_checks) and the orphaned placement group cleaner
 (raylab.orphaned_placement_groups). The whole lab, solution and mutants, is graded by its round
-trip (tests/test_autograde_roundtrip.py)."""
+trip (tests/grader/test_autograde_roundtrip.py)."""
 import time
 
 import pytest

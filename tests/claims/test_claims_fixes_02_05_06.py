@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 import ray.cloudpickle
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Ray workers cannot import this test module by name: ship its functions by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
