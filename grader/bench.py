@@ -41,6 +41,7 @@ from pathlib import Path
 from grader import course
 from grader.run_solutions import run_notebook
 from grader.train_logs import train_runs
+from raylab.cluster import env_vars
 
 SCRATCH = course.ROOT / ".scratch"
 CLUSTER_START = re.compile(r"\b(raylab\.setup|raylab\.start_cluster|start_cluster|ray\.init)\(")
@@ -177,21 +178,14 @@ def bench_lab(lab: str, *, grading: bool = False, timeout: int = 600) -> LabBenc
     run_id = f"bench-{uuid.uuid4().hex[:12]}"
     ray_tmp = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))  # short: Ray's socket paths
     workdir = Path(tempfile.mkdtemp(prefix=f"raylab-bench-{lab}-"))
-    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAYLAB_RUN_ID", "RAYLAB_SCRATCH")}
-    os.environ.update({"RAY_TMPDIR": str(ray_tmp), "RAYLAB_RUN_ID": run_id,
-                       "RAYLAB_SCRATCH": str(workdir / "scratch")})
-    sampler = MemorySampler(run_id=run_id)
-    sampler.start()
-    try:
-        status, seconds, nb = run_notebook(course.solution_path(lab), grading=grading,
-                                           timeout=timeout, workdir=workdir)
-    finally:
-        peak = sampler.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with env_vars(RAY_TMPDIR=ray_tmp, RAYLAB_RUN_ID=run_id, RAYLAB_SCRATCH=workdir / "scratch"):
+        sampler = MemorySampler(run_id=run_id)
+        sampler.start()
+        try:
+            status, seconds, nb = run_notebook(course.solution_path(lab), grading=grading,
+                                               timeout=timeout, workdir=workdir)
+        finally:
+            peak = sampler.stop()
     cells = cell_intervals(nb)
     runs = train_runs(ray_tmp)
     ray_iv, train_iv = startup_intervals(cells, runs)

@@ -28,7 +28,7 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def _own_paths() -> dict[str, str]:
+def own_paths() -> dict[str, str]:
     """``{controller or '' (v2): path of this process's group}`` from /proc/self/cgroup."""
     found = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -40,7 +40,7 @@ def _own_paths() -> dict[str, str]:
 
 def _layout() -> dict[str, Path]:
     """Where to create groups: ``{'procs': dir, 'memory': dir, 'pids': dir}`` (those present)."""
-    own = _own_paths()
+    own = own_paths()
     dirs: dict[str, Path] = {}
     if (CGROUP_ROOT / "cgroup.controllers").exists():  # pure v2
         base = CGROUP_ROOT / own.get("", "/").lstrip("/")

@@ -4,7 +4,6 @@ Slow tests start a local Ray cluster (one at a time); the others run in a second
 On a machine without CUDA the CUDA-only test skips with its reason shown in pytest's summary.
 """
 import importlib.util
-import os
 import subprocess
 import sys
 import tempfile
@@ -183,26 +182,19 @@ def ddp_probe():
     import raylab
 
     config = {"samples": 256, "global_batch": 32, "epochs": 3, "lr": 0.1, "seed": 0}
-    old = {k: os.environ.get(k) for k in ("RAY_TRAIN_COLLECTIVE_TIMEOUT_S",
-                                         "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S")}
-    os.environ.update(RAY_TRAIN_COLLECTIVE_TIMEOUT_S="60", RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S="60")
-    raylab.start_cluster(quiet=False, log_to_driver=False)
-    try:
-        result = TorchTrainer(
-            _sync_probe, train_loop_config=config,
-            torch_config=TorchConfig(timeout_s=60),
-            scaling_config=ray.train.ScalingConfig(num_workers=2),
-            run_config=ray.train.RunConfig(
-                storage_path=tempfile.mkdtemp(prefix="lab08-test-"),
-                failure_config=ray.train.FailureConfig(controller_failure_limit=0)),
-        ).fit()
-    finally:
-        left = raylab.stop_cluster()
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with raylab.cluster.env_vars(RAY_TRAIN_COLLECTIVE_TIMEOUT_S=60, RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S=60):
+        raylab.start_cluster(quiet=False, log_to_driver=False)
+        try:
+            result = TorchTrainer(
+                _sync_probe, train_loop_config=config,
+                torch_config=TorchConfig(timeout_s=60),
+                scaling_config=ray.train.ScalingConfig(num_workers=2),
+                run_config=ray.train.RunConfig(
+                    storage_path=tempfile.mkdtemp(prefix="lab08-test-"),
+                    failure_config=ray.train.FailureConfig(controller_failure_limit=0)),
+            ).fit()
+        finally:
+            left = raylab.stop_cluster()
     assert not left, f"Ray processes left: {left}"
     return config, result.return_value
 
