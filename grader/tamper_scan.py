@@ -29,6 +29,8 @@ import builtins
 import json
 import re
 
+from grader import pyast
+
 STATE_LINE = "[grader] registered before this test cell ran: "  # grader/nbgrader_ext.py writes it
 
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "pinfo", "pinfo2", "who", "whos", "pwd", "env"}
@@ -64,7 +66,7 @@ def _python(source: str) -> str:
 
 def _parse(source: str):
     try:
-        return ast.parse(_python(source))
+        return pyast.parse(_python(source))
     except (SyntaxError, ValueError, RecursionError):
         return None
 

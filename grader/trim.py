@@ -21,6 +21,8 @@ import copy
 
 import nbformat
 
+from grader import pyast
+
 SKIPPED = "# (demo cell not run when grading: no test, answer or later cell reads what it makes)\n"
 ALWAYS_KEPT_SUFFIXES = ("_setup", "_teardown")
 SIDE_EFFECT_MARKERS = ("os.environ", "putenv", "sys.path", "chdir(")
@@ -42,7 +44,7 @@ def _clean(source: str) -> str:
 
 def _tree(source: str):
     try:
-        return ast.parse(_clean(source))
+        return pyast.parse(_clean(source))
     except SyntaxError:
         return None
 

@@ -8,6 +8,7 @@ importing this module never imports Ray. Add a mistake here, with a test that ra
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable

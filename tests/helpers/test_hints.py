@@ -40,6 +40,26 @@ def _keys(exc) -> list[str]:
 
 # --- cheap, real errors (no cluster) ------------------------------------------------------------
 
+def _raise_from_file(path: str, exc: BaseException) -> BaseException:
+    """``exc`` raised by code whose file name is ``path`` (a traceback through Ray's folders)."""
+    namespace: dict = {}
+    exec(compile("def boom(e):\n    raise e\n", path, "exec"), namespace)
+    return _raised(lambda: namespace["boom"](exc))
+
+
+def test_every_matcher_runs_without_raising():
+    """hints_for swallows a matcher's own error (a hint must never break a traceback), so a broken
+    matcher (a missing import, say) would silently never match: call each one directly."""
+    samples = [ValueError("x"), RuntimeError(""), AttributeError("'str' object has no attribute 'value'"),
+               _raise_from_file("/site-packages/ray/tune/impl/x.py", AttributeError("'str' object has no attribute 'value'")),
+               _raise_from_file("/site-packages/ray/train/v2/x.py", FileNotFoundError("Failed to open local file"))]
+    for rule in hints.RULES:
+        for exc in samples:
+            assert rule.match(exc) in (True, False), rule.hint.key
+    assert _keys(samples[3]) == ["train_runconfig_in_tuner"]
+    assert _keys(samples[4]) == ["checkpoint_dir_deleted"]
+
+
 def test_trainer_resources_hint():
     import ray.train as train
 
