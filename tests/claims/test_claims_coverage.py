@@ -41,6 +41,14 @@ def test_claims_of_landed_labs_are_tagged(capsys):
     assert not missing, f"claims whose lab exists but no cell is tagged: {missing}"
 
 
+def test_each_claims_lab_is_a_lab_that_teaches_it():
+    """claims.yaml's ``lab`` is where the claim is taught (a renumbering must follow it there)."""
+    tagged = _tagged()
+    wrong = {c: (f"{int(spec['lab']):02d}", sorted(tagged.get(c, ()))) for c, spec in CLAIMS.items()
+             if c in tagged and f"{int(spec['lab']):02d}" not in {lab[:2] for lab in tagged[c]}}
+    assert not wrong, f"claim -> (lab in claims.yaml, labs that tag it): {wrong}"
+
+
 def _claims_with_a_test() -> set[str]:
     """Claim ids named by test functions: test_c16_c18_report_is_a_barrier covers C16 and C18."""
     found = set()

@@ -132,7 +132,6 @@ def test_c41_bundle_bigger_than_every_node_waits_although_the_total_fits():
 
 @pytest.mark.slow
 def test_c13_a_gpu_shortage_waits_instead_of_failing():
-    import ray
     from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
 
     import raylab

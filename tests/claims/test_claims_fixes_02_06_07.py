@@ -1,4 +1,4 @@
-"""Fixes of issue 12 in labs 02, 05 and 06, checked against the installed Ray 2.58.0 (no mocks).
+"""Fixes of issue 12 in labs 02, 06 and 07 (lab numbers of the renumbered course), checked against the installed Ray 2.58.0 (no mocks).
 
 - C09 (lab 02): an elastic run that loses a worker ends with ``WorkerGroupError`` under the default
   ``FailureConfig`` (``max_failures=0``); with ``max_failures=1`` Ray Train starts a new group and
@@ -261,7 +261,7 @@ def _cell_source(lab: str, grade_id: str) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("answer", sorted(BUILD_TUNER_ANSWERS))
-def test_lab05_build_tuner_tests_judge_behaviour(train_cluster, tmp_path, monkeypatch, answer):
+def test_lab06_build_tuner_tests_judge_behaviour(train_cluster, tmp_path, monkeypatch, answer):
     from raylab.checks import CheckFailed
     from raylab.cluster import Lab
 

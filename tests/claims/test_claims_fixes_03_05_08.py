@@ -1,4 +1,4 @@
-"""Corrections to labs 03, 04 and 07 (issue 12), each checked with real runs on Ray 2.58.0.
+"""Corrections to labs 03, 05 and 08 (issue 12; lab numbers of the renumbered course), each checked with real runs on Ray 2.58.0.
 
 * C20, asynchronous upload of a folder the training code deletes (lab 03, second run): when the
   folder is gone before the background copy starts, ``pyarrow.fs.copy_files`` raises

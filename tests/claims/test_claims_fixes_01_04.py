@@ -1,4 +1,4 @@
-"""Corrections to labs 01 and 08 (issue 12, items 8, 11, 14, 16), checked on Ray 2.58.0 and
+"""Corrections to labs 01 and 04 (issue 12, items 8, 11, 14, 16; lab numbers of the renumbered course), checked on Ray 2.58.0 and
 torch 2.13.0.
 
 * Item 11 (lab 01): ``prepare_data_loader`` (``ray/train/v2/torch/train_loop_utils.py``, lines
