@@ -191,7 +191,7 @@ def nbgrader_reason(log: str) -> str:
     lines = [l for l in log.strip().splitlines()
              if ("ERROR" in l or "Error" in l) and not any(g in l for g in generic)]
     text = (lines[-1].strip() if lines else log.strip())[-200:]
-    return "nbgrader failed: " + (text or f"no message (exit without output)")
+    return "nbgrader failed: " + (text or "no message (exit without output)")
 
 
 def read_scores(db: Path, lab: str, student: str) -> dict:

@@ -22,57 +22,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader import autograde, class_exports, course, gradebook, isolation
+from grader.class_progress import Progress, print_summary
+from grader.class_units import Unit, digest, discover  # noqa: F401 - the tests use them from here
 from grader.grading_templates import Templates
 
 DEFAULT_TIMEOUT_S = 900
 # Half the cores, at least 2 (README's figure on 2 cores): a lab saturates 2 cores only part of
 # the time (kernel and Ray start-up, nbgrader and feedback are mostly waiting).
 DEFAULT_WORKERS = max(2, (os.cpu_count() or 2) // 2)
-
-
-@dataclass(frozen=True)
-class Unit:
-    student: str
-    lab: str
-    path: Path | None
-    problem: str | None = None  # why it cannot be graded at all (flagged without running)
-
-    @property
-    def key(self) -> str:
-        return f"{self.student}/{self.lab}"
-
-
-def discover(submissions: Path, labs: list[str]) -> list[Unit]:
-    units = []
-    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
-        for lab_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
-            lab = lab_dir.name
-            nb = lab_dir / f"{lab}.ipynb"
-            if lab not in labs:
-                units.append(Unit(student_dir.name, lab, None, f"unknown lab {lab!r}"))
-            elif not nb.is_file():
-                found = sorted(p.name for p in lab_dir.iterdir())
-                units.append(Unit(student_dir.name, lab, None,
-                                  f"no {lab}.ipynb in the submission (found: {', '.join(found) or 'nothing'})"))
-            else:
-                units.append(Unit(student_dir.name, lab, nb))
-    return units
-
-
-def digest(path: Path | None) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path else "-"
 
 
 def grade_unit(lab: str, student: str, notebook: bytes, template_db: bytes,
@@ -214,28 +180,7 @@ class ClassGrader:
         class_exports.write_all(self.out, self.state, self.labs, self.course_args)
 
     def summary(self, units: list[Unit]) -> dict:
-        rows = {"graded": [], "failed": [], "review": []}
-        for unit in units:
-            entry = self.state.get(unit.key)
-            if entry is None:
-                continue
-            if entry["status"] == "graded":
-                rows["graded"].append(unit.key)
-                manual = any(s[2] for s in (entry.get("scores") or {}).values())
-                if manual or entry.get("flags"):
-                    rows["review"].append((unit.key, "; ".join(entry.get("flags") or []) or "needs manual grading"))
-            else:
-                rows["failed"].append((unit.key, entry["reason"]))
-        print("\n[grader] summary")
-        print(f"  graded: {len(rows['graded'])}   failed: {len(rows['failed'])}   "
-              f"needs review: {len(rows['review'])}   not graded (interrupted): "
-              f"{len(units) - len(rows['graded']) - len(rows['failed'])}")
-        for key, reason in rows["failed"]:
-            print(f"  FAILED  {key:<40} {reason}")
-        for key, reason in rows["review"]:
-            print(f"  REVIEW  {key:<40} {reason}")
-        print(f"  exports: {self.out / 'exports'}")
-        return rows
+        return print_summary(units, self.state, self.out / "exports")
 
 
 def _result_or_failure(get, unit: Unit) -> dict:
@@ -245,34 +190,6 @@ def _result_or_failure(get, unit: Unit) -> dict:
         return {"lab": unit.lab, "student": unit.student, "status": "failed",
                 "reason": f"grading worker crashed: {type(exc).__name__}: {str(exc)[:200]}",
                 "scores": {}, "flags": [], "seconds": 0.0}
-
-
-class Progress:
-    """tqdm's bar on a terminal (stderr), and one line per graded submission on stdout, with tqdm's
-    estimate of the time left (also in logs and pipes, where the bar is off)."""
-
-    def __init__(self, total: int):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, unit="submission", file=sys.stderr, disable=not sys.stderr.isatty(),
-                        dynamic_ncols=True)
-        self.total, self.count, self.start = total, 0, time.monotonic()
-
-    def step(self, unit: Unit, result: dict) -> None:
-        from tqdm import tqdm
-
-        self.count += 1
-        self.bar.update(1)
-        rate = self.count / max(time.monotonic() - self.start, 1e-9)
-        eta = tqdm.format_interval((self.total - self.count) / rate)
-        got = sum((s[0] or 0) for s in result.get("scores", {}).values())
-        top = sum((s[1] or 0) for s in result.get("scores", {}).values())
-        what = f"{got:g}/{top:g}" if result["status"] == "graded" else f"FAILED: {result['reason'][:60]}"
-        tqdm.write(f"[{self.count}/{self.total}] {unit.key:<36} {what:<28} "
-                   f"({result.get('seconds', 0):.0f} s)  left: {eta}", file=sys.stdout)
-        sys.stdout.flush()
-        if self.count == self.total:
-            self.bar.close()
 
 
 def main(argv=None) -> int:

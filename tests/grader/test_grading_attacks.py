@@ -15,9 +15,7 @@ The attacker's code only touches what carries this run's random token, so runnin
 on a shared machine cannot hurt anyone else's kernels or files.
 """
 import json
-import os
 import re
-import time
 import uuid
 from pathlib import Path
 

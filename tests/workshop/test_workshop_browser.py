@@ -91,8 +91,6 @@ def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
 
 def _api_token(hub, name: str) -> dict:
     """API headers for ``name`` whose server is already running (started by its browser login)."""
-    import requests
-
     session, reply = wh._login(hub, name)
     assert reply.status_code == 302, reply.text[:500]
     token = session.post(f"{hub.url}/hub/api/users/{name}/tokens", timeout=30, json={"expires_in": 900},
