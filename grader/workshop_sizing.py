@@ -104,17 +104,22 @@ def measure(lab: str) -> dict:
     finally:
         done.set()
         for folder in folders.values():
-            for pid in (folder / "cgroup.procs").read_text().split():
-                try:
-                    os.kill(int(pid), 9)  # anything the lab left behind (its own processes only)
-                except ProcessLookupError:
-                    pass
-            for _ in range(50):
-                try:
-                    folder.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            _empty_and_remove(folder)
+
+
+def _empty_and_remove(folder: Path) -> None:
+    """Kill what the lab left in this control group (its own processes only), then remove it."""
+    for pid in (folder / "cgroup.procs").read_text().split():
+        try:
+            os.kill(int(pid), 9)
+        except ProcessLookupError:
+            pass
+    for _ in range(50):
+        try:
+            folder.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,154 @@
+"""The workshop hub's state folder and this clone's permissions, for :mod:`grader.workshop`.
+
+The state folder survives a restart of the hub: ``hub/`` (root only: the hub's database, cookie
+secret, config, passwords), ``course/`` (nbgrader's course folder, instructors' group),
+``exchange/`` (nbgrader's exchange), ``learner-config/`` and ``instructor-config/`` (the Jupyter
+configuration each side's servers start with). Learners may read only the learner's part of the
+clone (:data:`LEARNER_VISIBLE`): :func:`close_answer_key` closes the rest to other users.
+"""
+from __future__ import annotations
+
+import grp
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.workshop_accounts import Roster
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+COURSE_ID = "ray-train-tune"
+LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"
+DEFAULT_STATE = Path(os.environ.get("RAYLAB_WORKSHOP_STATE", "/srv/raylab-workshop"))
+INSTRUCTOR_GROUP = "raylab-instructors"
+# What a learner may read in this clone (top-level names); everything else is closed to others.
+LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
+                   "requirements.txt", "constraints.txt", "environment.yml", ".gitignore"}
+def close_answer_key(root: Path = ROOT) -> dict[str, int]:
+    """Remove the "others" permissions from every top-level entry of the clone a learner must not
+    read; return the old modes (path -> mode) of those changed."""
+    changed = {}
+    for entry in sorted(root.iterdir()):
+        if entry.name in LEARNER_VISIBLE or entry.is_symlink():
+            continue
+        mode = stat.S_IMODE(entry.stat().st_mode)
+        if mode & 0o007:
+            os.chmod(entry, mode & ~0o007)
+            changed[str(entry)] = mode
+    return changed
+
+
+def _usable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can run ``path`` (it and every folder above it)."""
+    path = path.resolve()
+    if not path.stat().st_mode & stat.S_IXOTH:
+        return False
+    return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.parents)
+
+
+def learner_python(state: "State") -> Path:
+    """The interpreter the users' servers and kernels run: the course venv's when everyone may run
+    it; else (a venv built from a Python under root's home, like pyenv's) a small venv in the state
+    folder made from the system's python3.X of the same version, that adds the course venv's
+    packages (``site.addsitedir`` in a .pth file, so the editable ``raylab`` install comes too)."""
+    if _usable_by_others(VENV_BIN / "python"):
+        return VENV_BIN / "python"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = Path("/usr/bin") / version
+    if not system.exists() or not _usable_by_others(system):
+        raise SystemExit(f"{VENV_BIN / 'python'} cannot be run by other users and there is no "
+                         f"{system}: rebuild the venv with `make setup PYTHON=<a python3 every user may run>`")
+    venv = state.root / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True,
+                       capture_output=True, timeout=120)
+    site_packages = Path(sysconfig_path("purelib"))
+    pth = venv / "lib" / version / "site-packages" / "raylab-course.pth"
+    pth.write_text(f"import site; site.addsitedir({str(site_packages)!r})\n")
+    return python
+
+
+def sysconfig_path(name: str) -> str:
+    import sysconfig
+
+    return sysconfig.get_paths()[name]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mkdir(path: Path, mode: int, gid: int = 0) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, 0, gid)
+    os.chmod(path, mode)
+    return path
+
+
+@dataclass
+class State:
+    """The state folder's layout."""
+    root: Path
+    instructor_group: str = INSTRUCTOR_GROUP
+
+    @property
+    def hub(self) -> Path:
+        return self.root / "hub"
+
+    @property
+    def course(self) -> Path:
+        return self.root / "course"
+
+    @property
+    def exchange(self) -> Path:
+        return self.root / "exchange"
+
+    @property
+    def learner_config(self) -> Path:
+        return self.root / "learner-config"
+
+    @property
+    def instructor_config(self) -> Path:
+        return self.root / "instructor-config"
+
+
+def _nbgrader_exchange_config(state: State) -> str:
+    # Validate runs the notebook: Ray start-up and a Train fit take tens of seconds on 2 cores,
+    # past nbgrader's default of 30 s a cell (the course's own timeouts, grader/nbgrader_config.py).
+    return (f"c = get_config()  # noqa: F821\n"
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            f"c.Exchange.root = {str(state.exchange)!r}\n"
+            "c.Execute.timeout = 300\n"
+            "c.Execute.startup_timeout = 120\n"
+            "c.Execute.interrupt_on_timeout = True\n")
+
+
+def lay_out(state: State, roster: Roster) -> None:
+    _mkdir(state.root, 0o755)
+    _mkdir(state.hub, 0o700)
+    _mkdir(state.course, 0o2770, grp.getgrnam(state.instructor_group).gr_gid)
+    _mkdir(state.exchange, 0o1777)
+    # Learners: the learner JupyterLab (no Create Assignment, no formgrader, no course list) and
+    # nbgrader's course id + exchange, for the Assignments tab and Validate.
+    if state.learner_config.exists():
+        shutil.rmtree(state.learner_config)
+    shutil.copytree(LEARNER_JUPYTER_CONFIG, state.learner_config)
+    (state.learner_config / "nbgrader_config.py").write_text(_nbgrader_exchange_config(state))
+    for path in [state.learner_config, *state.learner_config.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    # Instructors: nbgrader's defaults (formgrader on) with this course folder.
+    course_config = (_nbgrader_exchange_config(state)
+                     + f"c.CourseDirectory.root = {str(state.course)!r}\n"
+                     + f"c.CourseDirectory.db_url = 'sqlite:///{state.course}/gradebook.db'\n"
+                     + "c.CourseDirectory.groupshared = True\n")
+    _mkdir(state.instructor_config, 0o750, grp.getgrnam(state.instructor_group).gr_gid)
+    (state.instructor_config / "nbgrader_config.py").write_text(course_config)
+    (state.course / "nbgrader_config.py").write_text(course_config)
