@@ -57,21 +57,26 @@ class Templates:
         """The template that runs every cell."""
         return self._full[lab]
 
-    def skips(self, lab: str, notebook: bytes) -> list[str]:
-        """The demo cells this submission is graded without (none when it cannot be read)."""
+    def skips(self, lab: str, notebook: bytes, not_graded: frozenset = frozenset()) -> list[str]:
+        """The demo cells this submission is graded without (none when it cannot be read).
+        ``not_graded`` (the round trips' mutant rounds only): the answer and test cells of
+        exercises whose scores nobody reads, which may be left out too (``trim.round_skips``)."""
         if not self.trim_demos:
             return []
         try:
             if lab not in self._solution_nbs:
                 self._solution_nbs[lab] = nbformat.read(self.solutions / lab / f"{lab}.ipynb", as_version=4)
             submission = nbformat.reads(notebook.decode("utf-8", errors="replace"), as_version=4)
+            if not_graded:
+                return trim.round_skips(self._solution_nbs[lab], submission, set(not_graded))
             return trim.grading_skips(self._solution_nbs[lab], submission)
         except Exception:  # a broken submission is graded (and flagged) with every cell
             return []
 
-    def for_submission(self, lab: str, notebook: bytes) -> tuple[bytes, list[str]]:
-        """(gradebook template, demo cells left out) for one submission."""
-        skips = self.skips(lab, notebook)
+    def for_submission(self, lab: str, notebook: bytes,
+                       not_graded: frozenset = frozenset()) -> tuple[bytes, list[str]]:
+        """(gradebook template, cells left out) for one submission."""
+        skips = self.skips(lab, notebook, not_graded)
         if not skips:
             return self.full(lab), []
         key = (lab, tuple(skips))

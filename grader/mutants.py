@@ -13,17 +13,29 @@ applying when a solution is edited::
           replace:
             - ['platform.python_version()', '"3.12.0"']
 
+An exercise may also list ``right:`` answers in the same format: answers that differ from the
+solution but meet the prompt (another API spelling of the same setting, another file name the
+prompt leaves open). They must get full marks, so a test that insists on what the prompt never
+asked fails the round trip::
+
+      right:
+        - name: rank_from_torch_distributed
+          why: the prompt asks for rank 0, not for the API that tells it
+          replace:
+            - ['ray.train.get_context().get_world_rank()', 'torch.distributed.get_rank()']
+
 Submissions are built the way a learner makes them: the released notebook with answer cells
-filled in. Round ``k`` fills every answer cell with its ``k``-th mutant (or its solution when it has
-fewer), so one autograde run checks one mutant of every exercise. That is sound because exercises
-are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell uses a name defined
-by another exercise's answer cell.
+filled in. Round ``k`` fills every answer cell with the ``k``-th of its mutants followed by its
+right answers, so one autograde run checks one variant of every exercise; an exercise with fewer
+variants is not graded in that round (the round trip leaves its cells out). That is sound because
+exercises are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell
+uses a name defined by another exercise's answer cell.
 """
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -41,6 +53,7 @@ class Mutant:
     name: str
     why: str
     replace: list[tuple[str, str]]
+    right: bool = False  # a right answer that differs from the solution (must keep its points)
 
 
 @dataclass
@@ -48,6 +61,12 @@ class Exercise:
     answer: str
     tests: list[str]
     mutants: list[Mutant]
+    right: list[Mutant] = field(default_factory=list)
+
+    @property
+    def variants(self) -> list[Mutant]:
+        """Every submission this exercise adds to the round trip: wrong answers, then right ones."""
+        return self.mutants + self.right
 
 
 def load(lab: str) -> dict[str, Exercise]:
@@ -59,7 +78,9 @@ def load(lab: str) -> dict[str, Exercise]:
     for answer, spec in data.items():
         mutants = [Mutant(answer, m["name"], m.get("why", ""), [tuple(r) for r in m["replace"]])
                    for m in spec.get("mutants", [])]
-        exercises[answer] = Exercise(answer, list(spec["tests"]), mutants)
+        right = [Mutant(answer, m["name"], m.get("why", ""), [tuple(r) for r in m["replace"]], right=True)
+                 for m in spec.get("right", [])]
+        exercises[answer] = Exercise(answer, list(spec["tests"]), mutants, right)
     return exercises
 
 
@@ -98,10 +119,11 @@ def submission(lab: str, answers: dict[str, str] | None,
 
 
 def rounds(lab: str) -> list[dict[str, Mutant]]:
-    """Round k: ``{answer_grade_id: its k-th mutant}`` over every exercise that has one."""
+    """Round k: ``{answer_grade_id: its k-th variant}`` (mutants first, then right answers) over
+    every exercise that has one."""
     exercises = load(lab)
-    depth = max((len(e.mutants) for e in exercises.values()), default=0)
-    return [{a: e.mutants[k] for a, e in exercises.items() if k < len(e.mutants)}
+    depth = max((len(e.variants) for e in exercises.values()), default=0)
+    return [{a: e.variants[k] for a, e in exercises.items() if k < len(e.variants)}
             for k in range(depth)]
 
 

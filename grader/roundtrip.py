@@ -3,8 +3,9 @@
 ``python -m grader.roundtrip 00_lab_setup`` prints one line per submission and per graded cell and
 exits non-zero when the autograder is wrong in either direction: the solution below full marks,
 the untouched learner copy above 0, a mutant at full marks on the exercise it breaks, a mutant
-caught only by a crash instead of a check, an error in any cell of the solution, a solution flagged
-for review, or processes left behind. Every submission is graded by
+caught only by a crash instead of a check, a right answer that differs from the solution below
+full marks, an error in any cell of the solution, a solution flagged for review, or processes left
+behind. Every submission is graded by
 ``grader.autograde.autograde_submission``, the function the class grader calls, so this proves the
 path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde, course, gradebook, mutants
+from grader import autograde, course, gradebook, mutants, trim
 from grader.grading_templates import Templates
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
@@ -36,6 +37,7 @@ class Graded:
     errors: dict  # grade_id -> (ename, evalue) of the first error output in that cell
     mutated: dict = field(default_factory=dict)  # answer grade_id -> mutant name
     failed_visibly: dict = field(default_factory=dict)  # grade_id -> the first failure is a visible line
+    right: dict = field(default_factory=dict)  # answer grade_id -> name of a right answer that differs
 
 
 @dataclass
@@ -97,17 +99,40 @@ def _workers() -> int:
 
 
 def _submissions(lab: str) -> dict:
-    """student -> (answer sources or None, {answer: mutant name})."""
+    """student -> (answer sources or None, {answer: its mutant or right answer in this round})."""
     submissions = {"solution": (mutants.answer_sources(lab), {}),
                    "solution_trimmed": (mutants.answer_sources(lab), {}),
                    "untouched": (None, {})}
     for k, rnd in enumerate(mutants.rounds(lab)):
-        submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), {a: m.name for a, m in rnd.items()})
+        submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), rnd)
     return submissions
 
 
-def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path):
-    """(graded, leftover processes, problems of the grading itself) from the autograde results."""
+def not_graded(exercises: dict, mutated: dict) -> frozenset:
+    """The answer and test cells of the exercises a mutant round does not touch (a round k past
+    an exercise's last variant would grade its solution again): they may be left out of that
+    round (``trim.round_skips``; exercises are independent, ``tests/labs/test_course_format.py``).
+    Nothing for the solution and untouched rounds, which are judged on every cell."""
+    if not mutated:
+        return frozenset()
+    return frozenset(cell for e in exercises.values() if e.answer not in mutated
+                     for cell in (e.answer, *e.tests))
+
+
+def _blank_answers(nb, skip: list[str]):
+    """The submission with the answer cells in ``skip`` replaced by the trimmed-cell comment
+    (nbgrader restores locked cells from the template, but runs answer cells as submitted)."""
+    skip = set(skip)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id") in skip:
+            cell.source = trim.SKIPPED
+    return nb
+
+
+def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_run: dict | None = None):
+    """(graded, leftover processes, problems of the grading itself) from the autograde results.
+    Scores of test cells a round left out (``not_run``) are dropped: nothing ran there."""
     graded, leftover, problems = {}, [], []
     for student, res in results.items():
         if res["status"] != "graded":
@@ -121,13 +146,16 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path):
             problems.append(f"{student}: no scores")
             continue
         gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
-        scores = {g: (s[0], s[1]) for g, s in res["scores"].items()}
+        left_out = (not_run or {}).get(student, set())
+        scores = {g: (s[0], s[1]) for g, s in res["scores"].items() if g not in left_out}
         autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
         raised = _first_errors(autograded) if autograded else {}
         errors = {g: (out.get("ename"), out.get("evalue", "")[:300]) for g, (_, out) in raised.items()}
         visible = {g: failed_in_visible_part(cell.source, out.get("traceback", []))
                    for g, (cell, out) in raised.items()}
-        graded[student] = Graded(student, scores, errors, submissions[student][1], visible)
+        rnd = submissions[student][1]
+        graded[student] = Graded(student, scores, errors, {a: m.name for a, m in rnd.items() if not m.right},
+                                 visible, {a: m.name for a, m in rnd.items() if m.right})
     return graded, leftover, problems
 
 
@@ -150,13 +178,18 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
         return RoundTrip(lab, 0.0, {}, [], [str(exc)])
     release = grading_dir / "release" / lab / f"{lab}.ipynb"
     submissions = _submissions(lab)
-    built = {student: nbformat.writes(mutants.submission(lab, answers, release=release)).encode()
+    exercises = mutants.load(lab)
+    built = {student: mutants.submission(lab, answers, release=release)
              for student, (answers, _) in submissions.items()}
-    chosen = {student: templates.for_submission(lab, notebook) for student, notebook in built.items()}
+    chosen = {student: templates.for_submission(lab, nbformat.writes(nb).encode(),
+                                                not_graded(exercises, submissions[student][1]))
+              for student, nb in built.items()}
     skipped = chosen["solution_trimmed"][1]
     chosen["solution"] = (templates.full(lab), [])
     if not skipped:
         del submissions["solution_trimmed"]
+    built = {student: nbformat.writes(_blank_answers(nb, chosen[student][1])).encode()
+             for student, nb in built.items()}
 
     def grade(student):
         options = autograde.Options(feedback=False)
@@ -165,8 +198,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     # The class grader's path (grader/autograde.py), one submission per call, `workers` at a time.
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = dict(pool.map(grade, submissions))
-    graded, leftover, problems = _collect(lab, results, submissions, grading_dir)
-    exercises = mutants.load(lab)
+    not_run = {student: set(chosen[student][1]) for student in submissions}
+    graded, leftover, problems = _collect(lab, results, submissions, grading_dir, not_run)
     problems += judge(graded, exercises, skipped)
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
                      visible_catch(graded, exercises))
@@ -220,9 +253,25 @@ def mutant_problems(graded: dict, exercises: dict) -> list[str]:
     return problems
 
 
+def right_problems(graded: dict, exercises: dict) -> list[str]:
+    """Each right answer that differs from the solution must keep every point of its exercise,
+    with no error in its test cells (a test that insists on what the prompt never asked)."""
+    problems = []
+    for g in graded.values():
+        for answer, name in g.right.items():
+            for test_id in exercises[answer].tests:
+                score, max_score = g.scores.get(test_id, (None, None))
+                if score is None or score < max_score:
+                    error = g.errors.get(test_id)
+                    problems.append(f"right answer {answer}/{name}: {test_id} scored {score}/{max_score}"
+                                    + (f" ({error[0]}: {error[1][:200]})" if error else ""))
+    return problems
+
+
 def judge(graded: dict, exercises: dict, skipped: list) -> list[str]:
     """Every way the autograder can be wrong, as readable problems (empty: right both ways)."""
-    return solution_problems(graded, skipped) + untouched_problems(graded) + mutant_problems(graded, exercises)
+    return (solution_problems(graded, skipped) + untouched_problems(graded)
+            + mutant_problems(graded, exercises) + right_problems(graded, exercises))
 
 
 def report(rt: RoundTrip) -> str:
@@ -235,6 +284,8 @@ def report(rt: RoundTrip) -> str:
         lines.append(f"  {student:<10} {total:g}/{top:g}")
         for answer, name in g.mutated.items():
             lines.append(f"      mutant {answer}: {name}")
+        for answer, name in g.right.items():
+            lines.append(f"      right answer {answer}: {name}")
         for grade_id, (score, max_score) in g.scores.items():
             err = g.errors.get(grade_id)
             lines.append(f"      {grade_id:<34} {score}/{max_score}" + (f"  {err[0]}: {err[1][:90]!r}" if err else ""))

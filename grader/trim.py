@@ -162,14 +162,18 @@ def _external_reads(source: str, tree) -> set[str]:
     return reads | (_global_reads_in_nested_scopes(table) - _bound(tree))
 
 
-def skippable(nb) -> list[str]:
-    """grade_ids of the code cells a wrong-answer round may leave out, in notebook order."""
+def skippable(nb, also: frozenset | set = frozenset()) -> list[str]:
+    """grade_ids of the code cells a wrong-answer round may leave out, in notebook order.
+
+    ``also``: graded or answer cells that may be left out too (the cells of exercises a mutant
+    round does not grade); like a demo, each is kept when a kept cell reads a name it binds."""
     cells = [c for c in nb.cells if c.cell_type == "code"]
     info = []
     for cell in cells:
         meta, tree = _meta(cell), _tree(cell.source)
         grade_id = meta.get("grade_id", "")
-        candidate = (tree is not None and not meta.get("grade") and not meta.get("solution")
+        graded = (meta.get("grade") or meta.get("solution")) and grade_id not in also
+        candidate = (tree is not None and not graded
                      and not grade_id.endswith(ALWAYS_KEPT_SUFFIXES)
                      and not any(marker in cell.source for marker in SIDE_EFFECT_MARKERS))
         imports = _imports(tree) if tree else {}
@@ -214,17 +218,33 @@ def grading_skips(solution_nb, submission_nb) -> list[str]:
     answer reads is kept even when the solution does not read it. Answers that cannot be parsed or
     that look names up at run time (``globals()``, ``eval``, ...) get every cell.
     """
+    merged = _with_answers(solution_nb, submission_nb)
+    return [] if merged is None else heavy_skippable(merged)
+
+
+def round_skips(solution_nb, submission_nb, not_graded: set[str]) -> list[str]:
+    """The cells one mutant round may leave out: every demo cell nothing kept reads (heavy or
+    not), and the answer and test cells of the exercises the round does not grade
+    (``not_graded``: their grade_ids), unless a kept cell reads what they bind. Same safety
+    rules as :func:`grading_skips` (answers that look names up at run time keep every cell)."""
+    merged = _with_answers(solution_nb, submission_nb)
+    return [] if merged is None else skippable(merged, also=set(not_graded))
+
+
+def _with_answers(solution_nb, submission_nb):
+    """The solution notebook with the submission's answer cells in place (None: an answer that
+    cannot be parsed or that looks names up at run time)."""
     answers = {_meta(c)["grade_id"]: c.source for c in submission_nb.cells
                if _meta(c).get("solution") and _meta(c).get("grade_id")}
     for source in answers.values():
         if _tree(source) is None or any(lookup in source for lookup in DYNAMIC_LOOKUPS):
-            return []
+            return None
     merged = copy.deepcopy(solution_nb)
     for cell in merged.cells:
         grade_id = _meta(cell).get("grade_id")
         if _meta(cell).get("solution") and grade_id in answers:
             cell.source = answers[grade_id]
-    return heavy_skippable(merged)
+    return merged
 
 
 def trimmed(nb, skip: list[str] | None = None):

@@ -90,3 +90,25 @@ def test_first_errors_keeps_each_cells_first_error_and_its_cell():
     assert list(found) == ["a_tests"]
     cell, error = found["a_tests"]
     assert cell is raised and error["ename"] == "CheckFailed"
+
+
+def test_a_round_past_an_exercises_last_mutant_does_not_grade_that_exercise():
+    from grader.mutants import Exercise
+    exercises = {"a_answer": Exercise("a_answer", ["a_tests"], []),
+                 "b_answer": Exercise("b_answer", ["b_tests", "b_more"], [])}
+    assert roundtrip.not_graded(exercises, {"a_answer": "m3"}) == {"b_answer", "b_tests", "b_more"}
+    assert roundtrip.not_graded(exercises, {"a_answer": "m1", "b_answer": "m2"}) == frozenset()
+    assert roundtrip.not_graded(exercises, {}) == frozenset()  # solution and untouched: every cell
+
+
+def test_a_right_answer_that_differs_must_keep_every_point():
+    from grader.mutants import Exercise
+    exercises = {"a_answer": Exercise("a_answer", ["a_tests"], [])}
+    kept = roundtrip.Graded("mutants2", {"a_tests": (3, 3)}, {}, {}, {}, {"a_answer": "other_spelling"})
+    lost = roundtrip.Graded("mutants3", {"a_tests": (0, 3)}, {"a_tests": ("CheckFailed", "state.pt missing")},
+                            {}, {}, {"a_answer": "other_file_name"})
+    assert roundtrip.right_problems({"mutants2": kept}, exercises) == []
+    problems = roundtrip.right_problems({"mutants2": kept, "mutants3": lost}, exercises)
+    assert problems == ["right answer a_answer/other_file_name: a_tests scored 0/3 (CheckFailed: state.pt missing)"]
+    # a right answer is no mutant: it never counts towards the visible catch rate
+    assert roundtrip.visible_catch({"mutants3": lost}, exercises) == {}

@@ -137,3 +137,34 @@ def test_a_trimmed_copy_can_leave_out_a_given_subset():
     out = trim.trimmed(nb, [])
     assert [c.source for c in out.cells] == [c.source for c in nb.cells]
     assert trim.trimmed(nb, ["demo_fit"]).cells[1].source == trim.SKIPPED
+
+
+def _two_exercises():
+    return _nb(("x_setup", "import raylab"),
+               ("a_answer", "def fa():\n    return 1", "answer"),
+               ("a_tests", "from raylab.checks import check\nassert fa() == 1", "tests"),
+               ("demo_b", "made_for_b = 3"),
+               ("b_answer", "def fb():\n    return made_for_b", "answer"),
+               ("b_tests", "assert fb() == 3", "tests"),
+               ("x_teardown", "raylab.teardown()"))
+
+
+def test_a_mutant_round_leaves_out_the_exercises_it_does_not_grade_and_what_only_they_read():
+    nb = _two_exercises()
+    # grading only exercise b: a's answer and tests go, b's demo stays (b's answer reads it)
+    assert trim.round_skips(nb, nb, {"a_answer", "a_tests"}) == ["a_answer", "a_tests"]
+    # grading only exercise a: b's cells go, and with them the demo only b's answer read
+    assert trim.round_skips(nb, nb, {"b_answer", "b_tests"}) == ["demo_b", "b_answer", "b_tests"]
+    # nothing left out: exactly the demo cells nothing reads (none here)
+    assert trim.round_skips(nb, nb, set()) == []
+
+
+def test_a_left_out_exercise_whose_names_a_kept_cell_reads_is_kept():
+    nb = _two_exercises()
+    nb.cells[5].source = "check(fb() == 3)"  # b's test uses the `check` a's test cell imported
+    # so a's test cell runs, and the answer it calls with it
+    assert trim.round_skips(nb, nb, {"a_answer", "a_tests"}) == []
+    # an answer that looks names up at run time: every cell runs
+    dynamic = _two_exercises()
+    dynamic.cells[4].source = "def fb():\n    return globals()['made_for_b']"
+    assert trim.round_skips(nb, dynamic, {"a_answer", "a_tests"}) == []
