@@ -97,7 +97,8 @@ def pod_ray_resources(group_spec: dict) -> dict[str, float]:
 
 
 def pod_mounts(group_spec: dict) -> dict[str, str]:
-    """``{mountPath: volume kind}`` of the Ray container, e.g. ``{"/mnt/results": "persistentVolumeClaim"}``.
+    """``{mountPath: volume kind}`` of the Ray container, e.g. ``{"/mnt/results": "persistentVolumeClaim"}``
+    (a trailing ``/`` dropped: ``/mnt/results/`` is the same mount point).
 
     The kind is the volume's source field (``persistentVolumeClaim``, ``nfs``, ``emptyDir``,
     ``hostPath``, ``configMap``, ...), ``"unknown"`` when no volume of that name exists.
@@ -107,7 +108,7 @@ def pod_mounts(group_spec: dict) -> dict[str, str]:
     for vol in pod.get("volumes") or []:
         sources = [k for k in vol if k != "name"]
         kinds[vol.get("name")] = sources[0] if sources else "emptyDir"  # no source: emptyDir
-    return {mnt["mountPath"]: kinds.get(mnt.get("name"), "unknown")
+    return {str(mnt["mountPath"]).rstrip("/") or "/": kinds.get(mnt.get("name"), "unknown")
             for mnt in _ray_container(group_spec).get("volumeMounts") or [] if "mountPath" in mnt}
 
 
