@@ -38,6 +38,7 @@ class Graded:
     mutated: dict = field(default_factory=dict)  # answer grade_id -> mutant name
     failed_visibly: dict = field(default_factory=dict)  # grade_id -> the first failure is a visible line
     right: dict = field(default_factory=dict)  # answer grade_id -> name of a right answer that differs
+    seconds: float = 0.0  # the autograde run's wall time
 
 
 @dataclass
@@ -155,7 +156,7 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_
                    for g, (cell, out) in raised.items()}
         rnd = submissions[student][1]
         graded[student] = Graded(student, scores, errors, {a: m.name for a, m in rnd.items() if not m.right},
-                                 visible, {a: m.name for a, m in rnd.items() if m.right})
+                                 visible, {a: m.name for a, m in rnd.items() if m.right}, res["seconds"])
     return graded, leftover, problems
 
 
@@ -281,7 +282,7 @@ def report(rt: RoundTrip) -> str:
     for student, g in rt.graded.items():
         total = sum(s or 0 for s, _ in g.scores.values())
         top = sum(m or 0 for _, m in g.scores.values())
-        lines.append(f"  {student:<10} {total:g}/{top:g}")
+        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s)")
         for answer, name in g.mutated.items():
             lines.append(f"      mutant {answer}: {name}")
         for answer, name in g.right.items():
