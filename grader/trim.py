@@ -26,8 +26,11 @@ from grader import pyast
 SKIPPED = "# (demo cell not run when grading: no test, answer or later cell reads what it makes)\n"
 ALWAYS_KEPT_SUFFIXES = ("_setup", "_teardown")
 SIDE_EFFECT_MARKERS = ("os.environ", "putenv", "sys.path", "chdir(")
-# Trimming pays only when a skippable cell runs something heavy (a Train or Tune run, a child process).
-HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(")
+# Trimming pays only when a skippable cell runs something slow: a Train or Tune run, a child
+# process, a simulated cluster, a timed wait, `ray status` (directly or through a function the
+# notebook defines around it).
+HEAVY_MARKERS = (".fit(", "run_snippet(", "run_in_child(", "Cluster(", ".wait(timeout", "cluster_status(",
+                 "time.sleep(")
 # An answer that looks names up at run time could read what a skipped cell binds without naming it:
 # such a submission is graded with every cell.
 DYNAMIC_LOOKUPS = ("globals(", "locals(", "vars(", "eval(", "exec(", "__main__", "get_ipython",
@@ -202,11 +205,35 @@ def skippable(nb, also: frozenset | set = frozenset()) -> list[str]:
     return [i["id"] for i, keep in zip(info, needed) if not keep]
 
 
+def _heavy_functions(nb) -> set[str]:
+    """Names of the functions the notebook defines whose bodies run something slow, directly or
+    through another such function (``run_ddp`` wraps ``trainer.fit()``)."""
+    bodies = {}
+    for cell in nb.cells:
+        tree = _tree(cell.source) if cell.cell_type == "code" else None
+        for node in (tree.body if tree else []):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bodies[node.name] = ast.get_source_segment(_clean(cell.source), node) or ""
+    heavy = {name for name, body in bodies.items() if any(m in body for m in HEAVY_MARKERS)}
+    grew = True
+    while grew:
+        more = {name for name, body in bodies.items() if name not in heavy
+                and any(f"{h}(" in body for h in heavy)}
+        heavy |= more
+        grew = bool(more)
+    return heavy
+
+
+def is_heavy(source: str, heavy_functions: set[str] = frozenset()) -> bool:
+    return (any(marker in source for marker in HEAVY_MARKERS)
+            or any(f"{name}(" in source for name in heavy_functions))
+
+
 def heavy_skippable(nb) -> list[str]:
     """The skippable demo cells, if at least one of them runs something heavy (else none)."""
     skip = skippable(nb)
-    heavy = [c for c in nb.cells if _meta(c).get("grade_id") in skip
-             and any(marker in c.source for marker in HEAVY_MARKERS)]
+    functions = _heavy_functions(nb)
+    heavy = [c for c in nb.cells if _meta(c).get("grade_id") in skip and is_heavy(c.source, functions)]
     return skip if heavy else []
 
 

@@ -187,6 +187,14 @@ RULES: list[Rule] = [
               "call it inside the training function you pass to the trainer; fit() runs that "
               "function on every worker."),
          _is("RuntimeError", has=["cannot be used outside of a Ray Train training function"])),
+    Rule(Hint("torch_distributed_config", "01", "the section on what runs on the workers",
+              "Ray could not pickle your training function: it reads `torch.distributed.<name>` (or "
+              "`dist.<name>` after `import torch.distributed as dist`) and also some `.config` "
+              "attribute, so cloudpickle tries to ship the module torch.distributed.config, which "
+              "cannot be pickled.",
+              "import what you need by name at the top of the cell (`from torch.distributed import "
+              "get_rank, all_reduce`), or import torch.distributed inside the training function."),
+         _is(has=["cannot pickle 'ConfigModuleInstance' object"])),
     Rule(Hint("object_store_too_small", "00", "the section on the local cluster and its logical resources",
               "ray.init refused the object store size: Ray 2.58.0 needs at least 75 MiB.",
               "use object_store_memory=80 * 1024 * 1024 (the course's size) or more, after "

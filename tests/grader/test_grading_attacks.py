@@ -228,7 +228,8 @@ def test_sandboxed_submissions_cannot_reach_each_other_the_key_or_the_grader(pro
     assert _score(grader, f"b-right-{TOKEN}") == solo["right"] == ("graded", 1.0)
     assert _score(grader, f"c-untouched-{TOKEN}") == solo["untouched"] == ("graded", 0.0)
     assert not _escaped() and not _leaks()
-    assert set(Path("/tmp").glob("rg-*")) <= before  # no work folder left behind
+    # no work folder of this class left behind (other gradings may run beside this test)
+    assert not [d for d in set(Path("/tmp").glob("rg-*")) - before if any(TOKEN in s.name for s in (d / "sub").glob("*"))]
     for path in (grader.out / "autograded").rglob("*.ipynb"):
         assert SECRET not in path.read_text()
     assert any("mechanism" in f for f in grader.state[f"a-attacker-{TOKEN}/{LAB}"]["flags"])

@@ -168,3 +168,13 @@ def test_a_left_out_exercise_whose_names_a_kept_cell_reads_is_kept():
     dynamic = _two_exercises()
     dynamic.cells[4].source = "def fb():\n    return globals()['made_for_b']"
     assert trim.round_skips(nb, dynamic, {"a_answer", "a_tests"}) == []
+
+
+def test_a_demo_that_calls_a_function_wrapping_a_fit_is_heavy():
+    nb = _nb(("x_setup", "import raylab"),
+             ("helpers", "def run_it(trainer):\n    return trainer.fit()\n\ndef twice(t):\n    return [run_it(t), run_it(t)]"),
+             ("demo_calls", "facts = twice(make_trainer())"),
+             ("ans", "def f():\n    return 1", "answer"), ("t", "assert f() == 1", "tests"))
+    assert trim.heavy_skippable(nb) == ["helpers", "demo_calls"]
+    light = _nb(("x_setup", "import raylab"), ("demo_print", "print(2)"), ("ans", "def f():\n    return 1", "answer"))
+    assert trim.heavy_skippable(light) == []

@@ -256,6 +256,41 @@ def test_train_runconfig_given_to_tuner_hint(cluster, tmp_path):
     assert _keys(exc) == ["train_runconfig_in_tuner"]
 
 
+# A notebook cell: functions defined in __main__ are pickled by value, with the cell's globals.
+_NOTEBOOK_CELL = """
+import torch
+from torch.distributed import is_available
+
+
+class Job:
+    config = {"steps": 1}
+
+
+def rank_and_steps():
+    return torch.distributed.is_available(), Job().config["steps"]
+
+
+def rank_by_name_and_steps():
+    return is_available(), Job().config["steps"]
+"""
+
+
+@pytest.mark.slow
+def test_torch_distributed_and_a_config_attribute_cannot_be_pickled_hint(cluster):
+    """Measured on Ray 2.58.0 + torch 2.13.0: cloudpickle ships a by-value function's imported
+    submodules whose name parts all appear among the function's attribute names, so
+    ``torch.distributed`` plus ``.config`` drags in ``torch.distributed.config``, a module object
+    pickle refuses. Importing the function by name avoids it."""
+    import ray
+
+    cell = {"__name__": "__main__"}
+    exec(_NOTEBOOK_CELL, cell)  # noqa: S102 - the test's own code
+    exc = _raised(lambda: ray.remote(cell["rank_and_steps"]).remote())
+    assert "ConfigModuleInstance" in str(exc)
+    assert _keys(exc) == ["torch_distributed_config"]
+    assert ray.get(ray.remote(cell["rank_by_name_and_steps"]).remote()) == (True, 1)
+
+
 @pytest.mark.slow
 def test_train_report_inside_tune_trial_hint(cluster, tmp_path, capsys):
     from ray import tune
