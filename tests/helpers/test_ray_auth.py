@@ -73,12 +73,17 @@ def protected_cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("rayauth")
     home = base / "owner-home"
     home.mkdir()
+    # A short temp folder: Ray's socket paths live under it and AF_UNIX paths stop at 107 bytes
+    # (pytest's own folders under an xdist worker are too deep).
+    temp_dir = tempfile.mkdtemp(prefix="rauth-")
+    head_log = base / "head.log"
     old_umask = os.umask(0o022)  # the usual default; the token file's mode depends on it
     try:
-        head = subprocess.Popen(
-            [PYTHON, "-c", HEAD, str(base / "ray")], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env=_clean_env(home, RAY_AUTH_MODE="token"))
+        with open(head_log, "w") as log:
+            head = subprocess.Popen(
+                [PYTHON, "-c", HEAD, temp_dir], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=log, text=True,
+                env=_clean_env(home, RAY_AUTH_MODE="token"))
     finally:
         os.umask(old_umask)
     try:
@@ -87,12 +92,14 @@ def protected_cluster(tmp_path_factory):
         while not line and time.monotonic() < deadline and head.poll() is None:
             line = head.stdout.readline().strip()
         if not line:
-            pytest.fail(f"the token-auth cluster did not start within {START_TIMEOUT_S} s")
+            pytest.fail(f"the token-auth cluster did not start within {START_TIMEOUT_S} s:\n"
+                        + head_log.read_text()[-2000:])
         info = json.loads(line)
         info.update(home=home, base=base, pid=head.pid)
         yield info
     finally:
         _stop_head(head)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _join(address, home, **env):
