@@ -172,7 +172,9 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
-    templates = Templates(grading_dir, trim_demos=workers > 1)
+    # Always trimmed, however many workers: the solution is graded once with every cell below,
+    # and the other submissions are graded as the class grader grades them.
+    templates = Templates(grading_dir)
     try:
         templates.prepare([lab])
     except SystemExit as exc:
