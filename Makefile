@@ -36,7 +36,7 @@ lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAY
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
 test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, work split as tests/conftest.py says
-	$(BIN)/python -m pytest tests -n 2 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"

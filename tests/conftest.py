@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 
 import pytest
@@ -8,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `grader` is a folder of the repository, not an installed package
     sys.path.insert(0, str(ROOT))
 
-# --- two test processes at once (`make test`: pytest-xdist, -n 2 --dist loadgroup) -----------------
+# --- two test processes at once (`make test`: pytest-xdist, -n 2 --dist loadscope) -----------------
 # The round trips keep both cores busy; most other tests mostly wait (Ray start-ups, time-outs,
 # hubs), so two processes finish the suite sooner than one. Each worker:
 # - grades one submission at a time in a round trip (two workers already run two);
@@ -19,39 +20,58 @@ if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_ROUNDTRIP_WORKERS", "1")
     os.environ.setdefault("RAYLAB_SANDBOX_UID_BASE", str(610000 + 4096 * (1 + int(XDIST_WORKER[2:] or 0))))
 
-# Groups a worker runs whole, heaviest first (seconds on 2 cores, make test of 4 Dec 2026; a
-# module not named here weighs 1): a module's tests stay together (their module-scoped clusters
-# start once), each round trip is a group of its own, and lab 00's goes with the class grader's
-# tests, which compare their grades with it.
+# Groups a worker runs whole, heaviest first (seconds on 2 cores; a group not named here weighs
+# 1): a module's tests stay together (their module-scoped clusters and hubs start once), each
+# round trip is a group of its own, lab 00's goes with the class grader's tests (which compare
+# their grades with it), and the two modules that start a workshop hub never run at once (each
+# closes and later restores the clone's permissions).
 GROUP_WEIGHTS = {"roundtrip-01": 480, "roundtrip-09": 440, "roundtrip-04": 340, "roundtrip-02": 280,
                  "roundtrip-06": 250, "roundtrip-03": 240, "tests/grader/test_classgrade.py": 430,
                  "roundtrip-05": 200, "roundtrip-07": 180, "roundtrip-08": 160,
                  "tests/grader/test_grading_attacks.py": 280, "tests/claims/test_claims_fixes_02_06_07.py": 240,
-                 "tests/claims/test_claims_fixes_03_05_08.py": 140, "tests/workshop/test_workshop_browser.py": 200,
+                 "tests/claims/test_claims_fixes_03_05_08.py": 140, "workshop-hub": 260,
                  "tests/helpers/test_ray_auth.py": 100, "tests/labs/test_quiz.py": 75,
                  "tests/claims/test_claims_tune.py": 85, "tests/claims/test_claims_checkpoints_failures.py": 75,
-                 "tests/labs/test_browser.py": 90, "tests/workshop/test_workshop_hub.py": 60}
+                 "tests/labs/test_browser.py": 90}
+ROUND_TRIP_MODULE = "tests/grader/test_autograde_roundtrip.py"
+HUB_MODULES = {"tests/workshop/test_workshop_hub.py", "tests/workshop/test_workshop_browser.py"}
+ROUND_TRIP_LAB = re.compile(r"\[(\d\d)_[^\]]*\]$")
 
 
-def _group(item) -> str:
-    module = item.nodeid.split("::")[0]
-    if module == "tests/grader/test_autograde_roundtrip.py":
-        lab = item.callspec.params["lab"][:2]
+def group_of(nodeid: str) -> str:
+    """The group a test runs in (see GROUP_WEIGHTS), from its node id alone: the xdist scheduler
+    sees only ids."""
+    module = nodeid.split("::")[0]
+    if module == ROUND_TRIP_MODULE:
+        lab = ROUND_TRIP_LAB.search(nodeid).group(1)
         return "tests/grader/test_classgrade.py" if lab == "00" else f"roundtrip-{lab}"
-    return module
+    return "workshop-hub" if module in HUB_MODULES else module
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist tags each test id with its group
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker: every test in its group (see GROUP_WEIGHTS), groups in order of weight
-    (the scheduler hands out groups in collection order; --no-loadscope-reorder keeps it)."""
+    """In an xdist worker: groups in order of weight, each group's tests together (the scheduler
+    hands out groups in collection order; --no-loadscope-reorder keeps it)."""
     if not XDIST_WORKER:
         return
     order = {}
     for item in items:
-        order.setdefault(_group(item), len(order))
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-    items.sort(key=lambda item: (-GROUP_WEIGHTS.get(_group(item), 1), order[_group(item)]))
+        order.setdefault(group_of(item.nodeid), len(order))
+    items.sort(key=lambda item: (-GROUP_WEIGHTS.get(group_of(item.nodeid), 1), order[group_of(item.nodeid)]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's load-scope scheduler with :func:`group_of` as the scope. (xdist 3.8's own
+    ``--dist loadgroup`` tags node ids through ``Item._nodeid``, which pytest 9 no longer reads,
+    so its groups were silently ignored and a module's tests were split between workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 RAY_PROCESS_NAMES = ("gcs_server", "raylet", "ray::", "monitor.py", "dashboard.py", "log_monitor.py")
