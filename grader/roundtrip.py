@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import time
@@ -25,20 +24,7 @@ import nbformat
 
 from grader import autograde, course, gradebook, mutants, trim
 from grader.grading_templates import Templates
-
-# A mutant counts as caught only when a check says so, not when the notebook crashes.
-CHECK_ERRORS = {"CheckFailed", "AssertionError"}
-
-
-@dataclass
-class Graded:
-    student: str
-    scores: dict  # grade_id -> (score, max)
-    errors: dict  # grade_id -> (ename, evalue) of the first error output in that cell
-    mutated: dict = field(default_factory=dict)  # answer grade_id -> mutant name
-    failed_visibly: dict = field(default_factory=dict)  # grade_id -> the first failure is a visible line
-    right: dict = field(default_factory=dict)  # answer grade_id -> name of a right answer that differs
-    seconds: float = 0.0  # the autograde run's wall time
+from grader.roundtrip_rules import Graded, failed_in_visible_part, judge, visible_catch
 
 
 @dataclass
@@ -52,26 +38,6 @@ class RoundTrip:
     visible: dict = field(default_factory=dict)  # answer grade_id -> [caught visibly, mutants]
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-CELL_LINE = re.compile(r"In\[\d+\], line (\d+)")
-HIDDEN_MARK = "BEGIN HIDDEN TESTS"
-# grader.nbgrader_ext.SentinelInject runs each test cell with one line (the tamper report) first.
-INJECTED_LINES = 1
-
-
-def failed_in_visible_part(source: str, traceback: list[str]) -> bool | None:
-    """Whether a test cell's error was raised by a line a learner's Validate also runs (above the
-    hidden-tests marker). None when the traceback names no line of the cell."""
-    for entry in traceback:
-        found = CELL_LINE.search(ANSI.sub("", entry))
-        if found:
-            line = int(found.group(1)) - 1 - INJECTED_LINES
-            lines = source.splitlines()
-            hidden_at = next((i for i, text in enumerate(lines) if HIDDEN_MARK in text), len(lines))
-            return 0 <= line < hidden_at
-    return None
-
-
 def _first_errors(nb) -> dict:
     """grade_id -> (cell, its first error output), for every cell that raised."""
     found = {}
@@ -81,18 +47,6 @@ def _first_errors(nb) -> dict:
         if error is not None:
             found[grade_id] = (cell, error)
     return found
-
-
-def visible_catch(graded: dict, exercises: dict) -> dict:
-    """answer grade_id -> [caught visibly, mutants] over every mutant round: a mutant is caught
-    visibly when one of its exercise's test cells failed on a line Validate runs too."""
-    counts = {}
-    for g in graded.values():
-        for answer, _name in g.mutated.items():
-            seen = counts.setdefault(answer, [0, 0])
-            seen[1] += 1
-            seen[0] += any(g.failed_visibly.get(t) for t in exercises[answer].tests)
-    return counts
 
 
 def _workers() -> int:
@@ -206,75 +160,6 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     problems += judge(graded, exercises, skipped)
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
                      visible_catch(graded, exercises))
-
-
-# --- the rules: pure functions of the graded results ----------------------------------------------
-def solution_problems(graded: dict, skipped: list) -> list[str]:
-    """The solution (and its trimmed form) must score full marks with no error in any cell."""
-    problems = []
-    for sol in (graded.get("solution"), graded.get("solution_trimmed")):
-        if not sol:
-            continue
-        for grade_id, (score, max_score) in sol.scores.items():
-            if score is not None and score < max_score:
-                problems.append(f"{sol.student}: {grade_id} scored {score}/{max_score}")
-        for grade_id, (ename, evalue) in sol.errors.items():
-            problems.append(f"{sol.student}: error in cell {grade_id}: {ename}: {evalue}")
-    if skipped and "solution_trimmed" not in graded:
-        problems.append("the solution was not graded with the demo cells left out")
-    if not any(s[0] is not None or s[1] for s in graded.get("solution", Graded("", {}, {})).scores.values()):
-        problems.append("the lab has no autograded cells")
-    return problems
-
-
-def untouched_problems(graded: dict) -> list[str]:
-    """The learner copy as released must score 0 everywhere."""
-    untouched = graded.get("untouched")
-    return [f"untouched learner copy: {grade_id} scored {score}"
-            for grade_id, (score, _) in (untouched.scores.items() if untouched else []) if score]
-
-
-def mutant_problems(graded: dict, exercises: dict) -> list[str]:
-    """Each mutant must lose points on every test cell of its exercise, through a failed check
-    (CheckFailed/AssertionError), not a crash: a crash is no proof that the tests catch it."""
-    problems = []
-    for g in graded.values():
-        for answer, name in g.mutated.items():
-            for test_id in exercises[answer].tests:
-                score, max_score = g.scores.get(test_id, (None, None))
-                ename = g.errors.get(test_id, (None, ""))[0]
-                if score is None or score >= max_score:
-                    problems.append(f"mutant {answer}/{name}: {test_id} scored {score}/{max_score}")
-                elif ename not in CHECK_ERRORS:
-                    # the first failing cell is usually the cause (a setup that could not start
-                    # Ray leaves every later name undefined)
-                    first_id, (first_name, first_value) = next(iter(g.errors.items()))
-                    cause = (f"; the first error was in {first_id}: {first_name}: {first_value[:200]}"
-                             if first_id != test_id else "")
-                    problems.append(f"mutant {answer}/{name}: {test_id} failed with {ename}, "
-                                    f"not a check (a crash is not proof the tests catch it){cause}")
-    return problems
-
-
-def right_problems(graded: dict, exercises: dict) -> list[str]:
-    """Each right answer that differs from the solution must keep every point of its exercise,
-    with no error in its test cells (a test that insists on what the prompt never asked)."""
-    problems = []
-    for g in graded.values():
-        for answer, name in g.right.items():
-            for test_id in exercises[answer].tests:
-                score, max_score = g.scores.get(test_id, (None, None))
-                if score is None or score < max_score:
-                    error = g.errors.get(test_id)
-                    problems.append(f"right answer {answer}/{name}: {test_id} scored {score}/{max_score}"
-                                    + (f" ({error[0]}: {error[1][:200]})" if error else ""))
-    return problems
-
-
-def judge(graded: dict, exercises: dict, skipped: list) -> list[str]:
-    """Every way the autograder can be wrong, as readable problems (empty: right both ways)."""
-    return (solution_problems(graded, skipped) + untouched_problems(graded)
-            + mutant_problems(graded, exercises) + right_problems(graded, exercises))
 
 
 def report(rt: RoundTrip) -> str:

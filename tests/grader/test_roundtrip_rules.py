@@ -1,5 +1,5 @@
 """The round trip's rules, on fabricated results: which failures Validate would also show."""
-from grader import roundtrip
+from grader import roundtrip, roundtrip_rules as rules
 
 SOURCE = "check(a)\ncheck(b)\n### BEGIN HIDDEN TESTS\ncheck(c)\n### END HIDDEN TESTS"
 
@@ -12,15 +12,15 @@ def _tb(line):  # an IPython traceback as nbclient stores it, colours included
 
 def test_a_failure_above_the_hidden_marker_is_visible():
     # the grader runs one line (the tamper report) before the cell's own first line
-    assert roundtrip.failed_in_visible_part(SOURCE, _tb(2)) is True   # check(a)
-    assert roundtrip.failed_in_visible_part(SOURCE, _tb(3)) is True   # check(b)
-    assert roundtrip.failed_in_visible_part(SOURCE, _tb(5)) is False  # check(c), hidden
-    assert roundtrip.failed_in_visible_part(SOURCE, _tb(1)) is False  # the report line itself
+    assert rules.failed_in_visible_part(SOURCE, _tb(2)) is True   # check(a)
+    assert rules.failed_in_visible_part(SOURCE, _tb(3)) is True   # check(b)
+    assert rules.failed_in_visible_part(SOURCE, _tb(5)) is False  # check(c), hidden
+    assert rules.failed_in_visible_part(SOURCE, _tb(1)) is False  # the report line itself
 
 
 def test_a_cell_without_hidden_tests_is_all_visible_and_no_line_means_unknown():
-    assert roundtrip.failed_in_visible_part("check(a)\ncheck(b)", _tb(3)) is True
-    assert roundtrip.failed_in_visible_part(SOURCE, ["TestCellTampered: stopped early"]) is None
+    assert rules.failed_in_visible_part("check(a)\ncheck(b)", _tb(3)) is True
+    assert rules.failed_in_visible_part(SOURCE, ["TestCellTampered: stopped early"]) is None
 
 
 def test_visible_catch_counts_each_mutant_once_per_exercise():
@@ -29,12 +29,12 @@ def test_visible_catch_counts_each_mutant_once_per_exercise():
             self.tests = tests
     exercises = {"a_answer": Ex(["a_tests"]), "b_answer": Ex(["b_tests", "b_more_tests"])}
     graded = {
-        "mutants0": roundtrip.Graded("mutants0", {}, {}, {"a_answer": "m1", "b_answer": "m2"},
+        "mutants0": rules.Graded("mutants0", {}, {}, {"a_answer": "m1", "b_answer": "m2"},
                                      {"a_tests": True, "b_tests": False, "b_more_tests": True}),
-        "mutants1": roundtrip.Graded("mutants1", {}, {}, {"a_answer": "m3"}, {"a_tests": False}),
-        "solution": roundtrip.Graded("solution", {}, {}, {}, {}),
+        "mutants1": rules.Graded("mutants1", {}, {}, {"a_answer": "m3"}, {"a_tests": False}),
+        "solution": rules.Graded("solution", {}, {}, {}, {}),
     }
-    assert roundtrip.visible_catch(graded, exercises) == {"a_answer": [1, 2], "b_answer": [1, 1]}
+    assert rules.visible_catch(graded, exercises) == {"a_answer": [1, 2], "b_answer": [1, 1]}
 
 
 class _Ex:
@@ -42,38 +42,38 @@ class _Ex:
         self.tests = tests
 
 
-G = roundtrip.Graded
+G = rules.Graded
 EXERCISES = {"a_answer": _Ex(["a_tests"])}
 
 
 def test_the_solution_must_score_full_marks_without_errors():
     ok = {"solution": G("solution", {"a_tests": (2.0, 2.0), "intro": (None, 0.0)}, {})}
-    assert roundtrip.solution_problems(ok, []) == []
+    assert rules.solution_problems(ok, []) == []
     low = {"solution": G("solution", {"a_tests": (1.0, 2.0)}, {})}
-    assert roundtrip.solution_problems(low, []) == ["solution: a_tests scored 1.0/2.0"]
+    assert rules.solution_problems(low, []) == ["solution: a_tests scored 1.0/2.0"]
     crashed = {"solution": G("solution", {"a_tests": (2.0, 2.0)}, {"demo": ("NameError", "x")})}
-    assert roundtrip.solution_problems(crashed, []) == ["solution: error in cell demo: NameError: x"]
-    assert "not graded with the demo cells left out" in roundtrip.solution_problems(ok, ["demo"])[0]
-    assert roundtrip.solution_problems({"solution": G("solution", {"intro": (None, 0.0)}, {})}, []) == [
+    assert rules.solution_problems(crashed, []) == ["solution: error in cell demo: NameError: x"]
+    assert "not graded with the demo cells left out" in rules.solution_problems(ok, ["demo"])[0]
+    assert rules.solution_problems({"solution": G("solution", {"intro": (None, 0.0)}, {})}, []) == [
         "the lab has no autograded cells"]
 
 
 def test_the_untouched_copy_must_score_zero():
-    assert roundtrip.untouched_problems({"untouched": G("untouched", {"a_tests": (0.0, 2.0)}, {})}) == []
-    assert roundtrip.untouched_problems({"untouched": G("untouched", {"a_tests": (1.0, 2.0)}, {})}) == [
+    assert rules.untouched_problems({"untouched": G("untouched", {"a_tests": (0.0, 2.0)}, {})}) == []
+    assert rules.untouched_problems({"untouched": G("untouched", {"a_tests": (1.0, 2.0)}, {})}) == [
         "untouched learner copy: a_tests scored 1.0"]
 
 
 def test_a_mutant_must_lose_points_through_a_failed_check_not_a_crash():
     caught = G("mutants0", {"a_tests": (0.0, 2.0)}, {"a_tests": ("CheckFailed", "expected 4")}, {"a_answer": "m"})
-    assert roundtrip.mutant_problems({"mutants0": caught}, EXERCISES) == []
+    assert rules.mutant_problems({"mutants0": caught}, EXERCISES) == []
     missed = G("mutants0", {"a_tests": (2.0, 2.0)}, {}, {"a_answer": "m"})
-    assert roundtrip.mutant_problems({"mutants0": missed}, EXERCISES) == ["mutant a_answer/m: a_tests scored 2.0/2.0"]
+    assert rules.mutant_problems({"mutants0": missed}, EXERCISES) == ["mutant a_answer/m: a_tests scored 2.0/2.0"]
     crashed = G("mutants0", {"a_tests": (0.0, 2.0)},
                 {"setup": ("RuntimeError", "Ray did not start"), "a_tests": ("NameError", "lab")}, {"a_answer": "m"})
-    (problem,) = roundtrip.mutant_problems({"mutants0": crashed}, EXERCISES)
+    (problem,) = rules.mutant_problems({"mutants0": crashed}, EXERCISES)
     assert "failed with NameError, not a check" in problem and "first error was in setup" in problem
-    assert roundtrip.judge({"mutants0": missed}, EXERCISES, []) == [
+    assert rules.judge({"mutants0": missed}, EXERCISES, []) == [
         "the lab has no autograded cells", "mutant a_answer/m: a_tests scored 2.0/2.0"]
 
 
@@ -104,11 +104,11 @@ def test_a_round_past_an_exercises_last_mutant_does_not_grade_that_exercise():
 def test_a_right_answer_that_differs_must_keep_every_point():
     from grader.mutants import Exercise
     exercises = {"a_answer": Exercise("a_answer", ["a_tests"], [])}
-    kept = roundtrip.Graded("mutants2", {"a_tests": (3, 3)}, {}, {}, {}, {"a_answer": "other_spelling"})
-    lost = roundtrip.Graded("mutants3", {"a_tests": (0, 3)}, {"a_tests": ("CheckFailed", "state.pt missing")},
+    kept = rules.Graded("mutants2", {"a_tests": (3, 3)}, {}, {}, {}, {"a_answer": "other_spelling"})
+    lost = rules.Graded("mutants3", {"a_tests": (0, 3)}, {"a_tests": ("CheckFailed", "state.pt missing")},
                             {}, {}, {"a_answer": "other_file_name"})
-    assert roundtrip.right_problems({"mutants2": kept}, exercises) == []
-    problems = roundtrip.right_problems({"mutants2": kept, "mutants3": lost}, exercises)
+    assert rules.right_problems({"mutants2": kept}, exercises) == []
+    problems = rules.right_problems({"mutants2": kept, "mutants3": lost}, exercises)
     assert problems == ["right answer a_answer/other_file_name: a_tests scored 0/3 (CheckFailed: state.pt missing)"]
     # a right answer is no mutant: it never counts towards the visible catch rate
-    assert roundtrip.visible_catch({"mutants3": lost}, exercises) == {}
+    assert rules.visible_catch({"mutants3": lost}, exercises) == {}
