@@ -109,6 +109,39 @@ def test_outputs_are_capped_in_bytes():
     assert len(capped.outputs[2]["evalue"]) == 4000 and len(capped.outputs[2]["traceback"]) == 100
 
 
+def test_stderr_in_a_test_cell_becomes_stdout_and_nowhere_else():
+    """nbgrader zeroes a test cell with any stderr text; Ray logs from background threads into the
+    running cell. Only grade cells are relabelled, and an error output stays an error."""
+    nb = _nb("def double(x):\n    return 2 * x")
+    answer, test = nb.cells[1], nb.cells[2]
+    for cell in (answer, test):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="(raylet) a log line\n"),
+                        nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    nb, _ = nbgrader_ext.StderrToStdout().preprocess(nb, {})
+    assert [o.get("name") for o in test.outputs] == ["stdout", None]
+    assert test.outputs[1].output_type == "error"
+    assert answer.outputs[0].name == "stderr"  # not a grade cell: left as it was
+
+
+def test_feedback_shows_a_failed_test_cells_error_without_its_source_lines():
+    """A traceback quotes the lines around the failing assert, hidden tests included: feedback keeps
+    the exception and message, and points at the section above the exercise when the error has no
+    hint of its own."""
+    nb = _nb("def double(x):\n    return 2 * x")
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("# Lab\n## Exercise 1: doubling"))
+    test = nb.cells[3]
+    secret = "assert double(1000003) == 2000006  # hidden"
+    test.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="double(3) should be 6",
+                                           traceback=["----> 5 " + secret, "AssertionError: double(3) should be 6"])]
+    nb, _ = nbgrader_ext.HideGradeCellTracebacks().preprocess(nb, {})
+    shown = "\n".join(test.outputs[0].traceback)
+    assert secret not in shown
+    assert shown == 'AssertionError: double(3) should be 6\nHint: reread "Exercise 1: doubling" and run the visible checks again.'
+    test.outputs[0].update(evalue="Hint: use 2 * x", traceback=["----> 5 " + secret])
+    nb, _ = nbgrader_ext.HideGradeCellTracebacks().preprocess(nb, {})
+    assert test.outputs[0].traceback == ["AssertionError: Hint: use 2 * x"]  # its own hint, no second
+
+
 def test_sentinel_verify_reads_the_report_and_flags_a_cell_that_stopped_early():
     nb = _nb("def double(x):\n    return 2 * x")
     resources = {}
