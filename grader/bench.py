@@ -1,7 +1,9 @@
 """``make bench``: the course benchmark. Per lab: seconds, peak memory, and the share of Ray start-up.
 
-Every solution notebook is executed headless, as ``make check`` does (``grader.run_solutions.run_notebook``,
-learner mode unless ``--grading``). While a lab runs, a thread samples the resident memory of every
+Every solution notebook is executed headless (``grader.run_solutions.run_notebook``): in learner
+mode (the default) without its hidden tests, as a learner's finished copy runs (nbgrader removes
+them from the learner copy); with ``--grading`` with them and ``NBGRADER_EXECUTION`` set, as the
+grader runs it. While a lab runs, a thread samples the resident memory of every
 process this benchmark started (the kernel and the whole local Ray cluster below it) every 0.2 s.
 The result is a markdown table on stdout and a JSON file under ``.scratch/`` (git-ignored).
 
@@ -182,8 +184,9 @@ def bench_lab(lab: str, *, grading: bool = False, timeout: int = 600) -> LabBenc
         sampler = MemorySampler(run_id=run_id)
         sampler.start()
         try:
+            # learner mode: a learner's finished copy has no hidden tests; grading runs them
             status, seconds, nb = run_notebook(course.solution_path(lab), grading=grading,
-                                               timeout=timeout, workdir=workdir)
+                                               timeout=timeout, workdir=workdir, hidden_tests=grading)
         finally:
             peak = sampler.stop()
     cells = cell_intervals(nb)

@@ -21,9 +21,16 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from grader import course
 
 
-def run_notebook(path: Path, *, grading: bool, timeout: int = 600, workdir: Path | None = None):
-    """Execute a notebook copy; return (status, seconds, executed notebook)."""
+def run_notebook(path: Path, *, grading: bool, timeout: int = 600, workdir: Path | None = None,
+                 hidden_tests: bool = True):
+    """Execute a notebook copy; return (status, seconds, executed notebook). ``hidden_tests=False``
+    runs it as a learner's finished copy runs: the hidden tests removed, as nbgrader removes them
+    from the learner copy (they run only when the notebook is graded)."""
     nb = nbformat.read(path, as_version=4)
+    if not hidden_tests:
+        from nbgrader.preprocessors import ClearHiddenTests
+
+        nb, _ = ClearHiddenTests().preprocess(nb, {})
     workdir = Path(workdir or tempfile.mkdtemp(prefix="raylab-check-"))
     env_backup = dict(os.environ)
     if grading:

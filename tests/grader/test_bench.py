@@ -1,7 +1,9 @@
-"""``make bench`` helpers: table formatting and the start-up accounting (fast, no Ray)."""
+"""``make bench`` helpers: table formatting and the start-up accounting (fast, no Ray), and which
+cells a learner-mode run executes (one small notebook run)."""
 import json
 
 import nbformat
+import pytest
 
 from grader import bench
 
@@ -53,3 +55,21 @@ def test_startup_intervals_from_cells_and_train_logs(tmp_path):
     ray_iv, train_iv = bench.startup_intervals(bench.cell_intervals(nb), runs)
     assert bench.merged_length(ray_iv) == 8
     assert bench.merged_length(train_iv) == (25 - 10) + (36 - 30)
+
+
+@pytest.mark.slow
+def test_learner_mode_runs_a_notebook_without_its_hidden_tests(tmp_path):
+    """A learner's finished copy has no hidden tests, so learner-mode timings leave them out; a
+    grading run keeps them."""
+    from grader import authoring
+    from grader.run_solutions import run_notebook
+
+    nb = authoring.new_notebook([
+        authoring.make_cell("answer", "answer", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"),
+        authoring.make_cell("tests", "tests", "assert double(2) == 4\n### BEGIN HIDDEN TESTS\n"
+                            "raise RuntimeError('a hidden test ran')\n### END HIDDEN TESTS", points=1),
+    ])
+    path = tmp_path / "probe.ipynb"
+    authoring.write(nb, path)
+    assert run_notebook(path, grading=False, hidden_tests=False, workdir=tmp_path)[0] == "ok"
+    assert "a hidden test ran" in run_notebook(path, grading=True, workdir=tmp_path)[0]
