@@ -2,6 +2,7 @@
 run whole in one worker, or its module-scoped clusters and hubs start twice and tests that build
 on an earlier test of their module meet a fresh fixture. xdist's own --dist loadgroup silently
 stopped grouping under pytest 9 (it tags ``Item._nodeid``), so this checks what really happens."""
+import os
 import re
 import subprocess
 import sys
@@ -39,7 +40,8 @@ def test_make_tests_two_workers_keep_each_module_in_one_worker():
     modules = ["tests/helpers/test_devices.py", "tests/helpers/test_retry_budget.py",
                "tests/grader/test_roundtrip_rules.py"]
     out = subprocess.run([sys.executable, "-m", "pytest", *modules, *flags, "-v", "-p", "no:cacheprovider",
-                          "-o", "addopts="], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          "-o", "addopts="], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")})
     assert out.returncode == 0, out.stdout[-3000:]
     workers = {}
     for worker, module in re.findall(r"^\[(gw\d)\].*? (tests/[^:\s]+)::", out.stdout, re.M):
