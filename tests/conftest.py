@@ -55,10 +55,11 @@ def pytest_collection_modifyitems(config, items):
     hands out groups in collection order; --no-loadscope-reorder keeps it)."""
     if not XDIST_WORKER:
         return
+    groups = {item.nodeid: group_of(item.nodeid) for item in items}
     order = {}
-    for item in items:
-        order.setdefault(group_of(item.nodeid), len(order))
-    items.sort(key=lambda item: (-GROUP_WEIGHTS.get(group_of(item.nodeid), 1), order[group_of(item.nodeid)]))
+    for group in groups.values():
+        order.setdefault(group, len(order))
+    items.sort(key=lambda item: (-GROUP_WEIGHTS.get(groups[item.nodeid], 1), order[groups[item.nodeid]]))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -80,21 +80,13 @@ def protected_cluster(tmp_path_factory):
     old_umask = os.umask(0o022)  # the usual default; the token file's mode depends on it
     try:
         with open(head_log, "w") as log:
-            head = subprocess.Popen(
-                [PYTHON, "-c", HEAD, temp_dir], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=log, text=True,
-                env=_clean_env(home, RAY_AUTH_MODE="token"))
+            head, info = _start_head(HEAD, temp_dir, _clean_env(home, RAY_AUTH_MODE="token"), stderr=log)
     finally:
         os.umask(old_umask)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        line = ""
-        while not line and time.monotonic() < deadline and head.poll() is None:
-            line = head.stdout.readline().strip()
-        if not line:
+        if not info:
             pytest.fail(f"the token-auth cluster did not start within {START_TIMEOUT_S} s:\n"
                         + head_log.read_text()[-2000:])
-        info = json.loads(line)
         info.update(home=home, base=base, pid=head.pid)
         yield info
     finally:
@@ -179,9 +171,10 @@ COURSE_HEAD = textwrap.dedent("""
 """)
 
 
-def _start_head(script, temp_dir, env):
+def _start_head(script, temp_dir, env, stderr=subprocess.DEVNULL):
+    """Start a head process; return it and the addresses it printed (None if it printed none in time)."""
     head = subprocess.Popen([PYTHON, "-c", script, str(temp_dir)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     deadline = time.monotonic() + START_TIMEOUT_S
     line = ""
     while not line and time.monotonic() < deadline and head.poll() is None:
