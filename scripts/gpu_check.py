@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("RAY_TRAIN_COLLECTIVE_TIMEOUT_S", str(int(args.timeout)))
     os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", "120")
     os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
-    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.1")
 
     import ray
     import ray.train
