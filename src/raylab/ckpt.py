@@ -1,8 +1,10 @@
-"""A tiny training job whose state lives in five places, for the checkpoint and failure labs.
+"""The running example as a training job whose state lives in five places (labs 03 and 05).
 
-:func:`build` returns a :class:`Job` with
+:func:`build` returns a :class:`Job` that trains the course's spiral classifier
+(``raylab.running_example``: 2 features, 3 classes, a 2 -> hidden -> hidden -> 3 MLP) on the first
+``n`` points of its training split, with
 
-- a model with dropout (so the random-number generator is part of the state),
+- a dropout layer added to the model (so the random-number generator is part of the state),
 - SGD with momentum (the optimizer keeps a buffer per parameter),
 - a warm-up learning-rate scheduler (it counts the steps it has taken),
 - a :class:`BatchCursor` (where the data stream is: epoch and offset),
@@ -32,8 +34,7 @@ DEFAULTS = {
     "warmup": 6,
     "warmup_start": 0.2,
     "batch_size": 16,
-    "n": 64,
-    "d": 8,
+    "n": 64,  # 4 batches an epoch: a job of a few steps crosses an epoch boundary
     "hidden": 16,
     "dropout": 0.25,
 }
@@ -107,7 +108,7 @@ class Job:
         self._maybe_fail(step)
         idx = self.cursor.next_indices()
         self.model.train()
-        loss = torch.nn.functional.mse_loss(self.model(self.x[idx]), self.y[idx])
+        loss = torch.nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
@@ -143,18 +144,19 @@ def build(config: dict | None = None) -> Job:
     import torch
     from torch import nn
 
-    from raylab.data import regression
+    from raylab import running_example
 
     cfg = settings(config)
+    x, y = running_example.make_splits(cfg["seed"])["train"]
+    x, y = x[:cfg["n"]], y[:cfg["n"]]
     torch.manual_seed(cfg["seed"])
-    model = nn.Sequential(nn.Linear(cfg["d"], cfg["hidden"]), nn.ReLU(), nn.Dropout(cfg["dropout"]),
-                          nn.Linear(cfg["hidden"], 1))
+    h = cfg["hidden"]
+    model = nn.Sequential(nn.Linear(running_example.FEATURES, h), nn.ReLU(), nn.Dropout(cfg["dropout"]),
+                          nn.Linear(h, h), nn.ReLU(), nn.Linear(h, running_example.CLASSES))
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
     # A warm-up: the learning rate grows for `warmup` steps. The scheduler counts its own steps.
     scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=cfg["warmup_start"],
                                                   end_factor=1.0, total_iters=cfg["warmup"])
-    _, x, y = regression(n=cfg["n"], d=cfg["d"], seed=cfg["seed"]).tensors
-    y = y / cfg["d"]  # keep the targets O(1) so a few SGD steps stay well behaved
     cursor = BatchCursor(cfg["n"], cfg["batch_size"], cfg["seed"])
     return Job(model, optimizer, scheduler, cursor, x, y, cfg)
 

@@ -20,13 +20,18 @@ with numpy alone, without this package.
 |---|---|
 | 01 Train V2 | the learner's first driver and worker loop: a 2-worker ``TorchTrainer``, ``Result`` read back, compared with :func:`reference_fit` |
 | 02 scaling | an elastic ``ScalingConfig`` with per-worker resources; the footprint Ray reserved, read from the placement group inside the run |
+| 03 checkpoints, 05 failures | ``raylab.ckpt``'s job (below): made resumable, then recovered from a crash by ``FailureConfig`` |
 | 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit`; 1 and 2 workers timed for a speed-up table |
 | 06 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; ``Tuner.restore`` of an interrupted experiment |
+| 07 Train + Tune | a Train run of :func:`train_loop_per_worker` inside every Tune trial, ``lr`` searched |
 | 09 capstone | a plain script with no ``raylab``: train on 2 workers inside Tune trials, evaluate the best checkpoint |
 
-Not yet: labs 03, 05 and 07 keep their own small jobs (``raylab.ckpt``'s five-part state, Train
-inside Tune on a toy loss); :func:`rebuild_trained_run` and :func:`rebuild_tune_results` are ready
-for them.
+Labs 03 and 05 train it as ``raylab.ckpt``'s job: the same MLP with a dropout layer, on a 64-point
+slice of the training split, with state in five places (weights, optimizer, warm-up scheduler,
+random generator, data position) that a resume must all restore; lab 03's second exercise counts
+the classifier's correct points on unequal shards of the validation split for a global accuracy.
+:func:`rebuild_trained_run` and :func:`rebuild_tune_results` rebuild what lab 01 and lab 06
+produce, for a lab started on its own.
 
 Checkpoints of the running example are folders holding :data:`CHECKPOINT_FILE`, the
 ``state_dict()`` of :func:`build_model`'s module (not of the DDP wrapper); :func:`load_model`
@@ -173,9 +178,11 @@ def reference_fit(lr: float = 0.05, hidden: int = 64, epochs: int = 6, seed: int
 def train_loop_per_worker(config: dict) -> None:
     """What each Ray Train worker runs: its slice of the training split, DDP, one report per epoch.
 
-    ``config``: ``data_dir`` (from :func:`write_splits`), ``lr``, ``hidden``, ``epochs``. Every
-    rank reports ``val_accuracy`` on the whole validation split; rank 0 adds a checkpoint folder
-    with :data:`CHECKPOINT_FILE`.
+    ``config``: ``data_dir`` (from :func:`write_splits`), ``lr``, ``hidden``, ``epochs``. Without
+    ``data_dir`` the splits of ``config["seed"]`` (default 0) are made in memory: the same points
+    :func:`write_splits` would write. Every rank reports ``loss`` (its share's training loss) and
+    ``val_accuracy`` on the whole validation split; rank 0 adds a checkpoint folder with
+    :data:`CHECKPOINT_FILE`.
     """
     import torch
 
@@ -184,8 +191,12 @@ def train_loop_per_worker(config: dict) -> None:
 
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
-    x, y = load_split(os.path.join(config["data_dir"], "train.npz"))
-    xv, yv = load_split(os.path.join(config["data_dir"], "val.npz"))
+    if "data_dir" in config:
+        x, y = load_split(os.path.join(config["data_dir"], "train.npz"))
+        xv, yv = load_split(os.path.join(config["data_dir"], "val.npz"))
+    else:
+        splits = make_splits(config.get("seed", 0))
+        (x, y), (xv, yv) = splits["train"], splits["val"]
     x, y = x[rank::world], y[rank::world]  # each rank its own half; DDP averages the gradients
     model = prepare_model(build_model(config.get("hidden", 64)))
     optimizer = torch.optim.Adam(model.parameters(), lr=config.get("lr", 0.05))

@@ -60,6 +60,21 @@ def test_load_model_infers_width_and_accepts_a_ddp_state(tmp_path):
     assert loaded[0].out_features == 8 and torch.equal(loaded(x), model(x))
 
 
+def test_train_loop_without_data_dir_trains_on_the_seeds_splits_in_memory(tmp_path):
+    """Lab 07's trials pass only lr and epochs: the loop then makes the splits of config's seed,
+    the same points write_splits puts on disk (local mode: one process, no cluster)."""
+    from raylab import local_mode
+
+    torch.set_num_threads(1)
+    in_memory = local_mode.fit(rx.train_loop_per_worker, {"lr": 0.05, "epochs": 2, "seed": 1})
+    rx.write_splits(tmp_path, seed=1)
+    on_disk = local_mode.fit(rx.train_loop_per_worker, {"lr": 0.05, "epochs": 2, "data_dir": str(tmp_path)})
+    reference = rx.reference_fit(lr=0.05, epochs=2, splits=rx.make_splits(1))
+    assert in_memory.metrics["val_accuracy"] == on_disk.metrics["val_accuracy"]
+    assert in_memory.metrics["val_accuracy"] == pytest.approx(reference["val_accuracy"][-1], abs=1e-6)
+    assert {"epoch", "loss", "val_accuracy"} <= set(in_memory.metrics)
+
+
 @pytest.mark.slow
 def test_rebuild_helpers_write_artifacts_that_load(train_cluster, tmp_path):
     result = rx.rebuild_trained_run(str(tmp_path / "train"), num_workers=2, epochs=3)
