@@ -21,7 +21,7 @@ with numpy alone, without this package.
 | 01 Train V2 | the learner's first driver and worker loop: a 2-worker ``TorchTrainer``, ``Result`` read back, compared with :func:`reference_fit` |
 | 02 scaling | an elastic ``ScalingConfig`` with per-worker resources; the footprint Ray reserved, read from the placement group inside the run |
 | 03 checkpoints, 05 failures | ``raylab.ckpt``'s job (below): made resumable, then recovered from a crash by ``FailureConfig`` |
-| 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit`; 1 and 2 workers timed for a speed-up table |
+| 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit`; :func:`dataset` through ``DistributedSampler`` matched step for step by one process; a mixed-precision step; 1 and 2 workers timed for a speed-up table |
 | 06 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; ``Tuner.restore`` of an interrupted experiment |
 | 07 Train + Tune | a Train run of :func:`train_loop_per_worker` inside every Tune trial, ``lr`` searched |
 | 09 capstone | a plain script with no ``raylab``: train on 2 workers inside Tune trials, evaluate the best checkpoint |
@@ -75,6 +75,16 @@ def make_splits(seed: int = 0, sizes: dict | None = None) -> dict:
 def unseen_split(n: int = 1000, seed: int = 0):
     """A held-out split that :func:`make_splits` never produces (for graders and tests)."""
     return make_split(n, 10 * seed + UNSEEN_OFFSET)
+
+
+def dataset(n: int = 512, seed: int = 0):
+    """``n`` spiral points as a ``TensorDataset`` of rows ``(index, x, label)``, for a
+    ``DataLoader`` (lab 04 shards it with ``DistributedSampler``); the same seed gives the same rows."""
+    import torch
+    from torch.utils.data import TensorDataset
+
+    x, y = make_split(n, 10 * seed + _SPLIT_OFFSET["train"])
+    return TensorDataset(torch.arange(n), x, y)
 
 
 def write_splits(folder, seed: int = 0, sizes: dict | None = None) -> dict:
