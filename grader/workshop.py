@@ -47,7 +47,7 @@ PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 # the hub config and workshop_feedback use the names from here.
 from grader.workshop_state import (  # noqa: E402,F401
     COURSE_ID, DEFAULT_STATE, INSTRUCTOR_GROUP, LEARNER_JUPYTER_CONFIG, LEARNER_VISIBLE, VENV_BIN,
-    State, close_answer_key, free_port, lay_out, learner_python, sysconfig_path)
+    State, close_answer_key, free_port, lay_out, learner_python, require_clone_reachable, sysconfig_path)
 
 
 def _nbgrader_api(state: State, **coursedir):
@@ -151,6 +151,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
            limits: Limits | None = None) -> Path:
     if os.geteuid() != 0:
         raise SystemExit("make workshop creates system users and runs the hub as root: run it as root")
+    require_clone_reachable()
     install_proxy()
     # nbgrader runs console scripts of its environment (alembic) by name.
     os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"

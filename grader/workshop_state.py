@@ -43,12 +43,30 @@ def close_answer_key(root: Path = ROOT) -> dict[str, int]:
     return changed
 
 
+def blocked_for_others(path: Path) -> Path | None:
+    """The first of ``/``, ..., ``path`` that other users cannot enter or run (no o+x), or None."""
+    path = path.resolve()
+    for step in [*reversed(path.parents), path]:
+        if not step.stat().st_mode & stat.S_IXOTH:
+            return step
+    return None
+
+
 def _usable_by_others(path: Path) -> bool:
     """Whether a user other than the owner can run ``path`` (it and every folder above it)."""
-    path = path.resolve()
-    if not path.stat().st_mode & stat.S_IXOTH:
-        return False
-    return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.parents)
+    return blocked_for_others(path) is None
+
+
+def require_clone_reachable(root: Path = ROOT) -> None:
+    """Learners' servers import ``raylab`` and the course's packages from this clone: stop with a
+    clear message when other users cannot enter it (a clone in root's home, or in a 0700 folder
+    such as ``mktemp -d`` makes), instead of servers that fail to start."""
+    blocked = blocked_for_others(root / "src")
+    if blocked is not None:
+        raise SystemExit(
+            f"learners' servers run the course from this clone ({root}), but other users cannot "
+            f"enter {blocked} (it lacks o+x). Clone the course into a folder every user may enter "
+            f"(/srv, /opt), or run `chmod o+x {blocked}`.")
 
 
 def learner_python(state: "State") -> Path:

@@ -71,3 +71,28 @@ def test_hub_configuration(tmp_path):
     assert c.JupyterHub.spawner_class is WorkshopSpawner
     assert c.WorkshopSpawner.limited_users == {"bob"}
     assert c.WorkshopSpawner.learner_limits["memory_bytes"] == 6 << 30
+
+
+def test_a_clone_other_users_cannot_enter_stops_the_hub_with_its_reason():
+    import shutil
+    import tempfile
+
+    from grader.workshop_state import blocked_for_others, require_clone_reachable
+
+    base = Path(tempfile.mkdtemp(prefix="rlw-clone-", dir="/tmp"))  # pytest's own folders are 0700
+    try:
+        base.chmod(0o755)
+        closed = base / "closed"  # like the folder `mktemp -d` makes: 0700
+        (closed / "clone" / "src").mkdir(parents=True)
+        for folder in (closed / "clone", closed / "clone" / "src"):
+            folder.chmod(0o755)
+        closed.chmod(0o700)
+        if blocked_for_others(base) is not None:
+            pytest.skip(f"{blocked_for_others(base)} is closed to other users on this machine")
+        assert blocked_for_others(closed / "clone" / "src") == closed.resolve()
+        with pytest.raises(SystemExit, match=f"cannot enter {closed.resolve()}.*chmod o\\+x"):
+            require_clone_reachable(closed / "clone")
+        closed.chmod(0o755)
+        require_clone_reachable(closed / "clone")  # reachable now: no error
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -85,6 +85,10 @@ def _processes_of(users: list[str]) -> list:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
+    try:  # learners' servers run the course from this clone: say so, rather than servers failing
+        workshop.require_clone_reachable()
+    except SystemExit as exc:
+        pytest.fail(str(exc))
     if not workshop.PROXY.exists():
         if not shutil.which("npm"):
             pytest.skip("npm (Debian's nodejs/npm) is needed for configurable-http-proxy")

@@ -54,6 +54,10 @@ except Exception as exc:
 
 
 def test_another_learner_cannot_submit_work_to_a_learners_ray_cluster():
+    try:  # the learners' Python runs the course from this clone
+        workshop.require_clone_reachable()
+    except SystemExit as exc:
+        pytest.fail(str(exc))
     tag = secrets.token_hex(3)
     owner, other = f"rlw-{tag}r", f"rlw-{tag}s"
     state = workshop.State(Path(tempfile.mkdtemp(prefix="rlw-ray-", dir="/tmp")))
