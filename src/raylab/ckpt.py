@@ -142,17 +142,14 @@ def fail_steps(at) -> list[int]:
 def build(config: dict | None = None) -> Job:
     """A fresh job: seeds PyTorch's global generator, then builds model, optimizer and scheduler."""
     import torch
-    from torch import nn
 
     from raylab import running_example
 
     cfg = settings(config)
     x, y = running_example.make_splits(cfg["seed"])["train"]
     x, y = x[:cfg["n"]], y[:cfg["n"]]
-    torch.manual_seed(cfg["seed"])
-    h = cfg["hidden"]
-    model = nn.Sequential(nn.Linear(running_example.FEATURES, h), nn.ReLU(), nn.Dropout(cfg["dropout"]),
-                          nn.Linear(h, h), nn.ReLU(), nn.Linear(h, running_example.CLASSES))
+    # build_model seeds PyTorch's global generator, which the dropout masks then draw from
+    model = running_example.build_model(cfg["hidden"], seed=cfg["seed"], dropout=cfg["dropout"])
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
     # A warm-up: the learning rate grows for `warmup` steps. The scheduler counts its own steps.
     scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=cfg["warmup_start"],

@@ -109,14 +109,16 @@ def load_split(path):
         return torch.from_numpy(f["x"]), torch.from_numpy(f["y"])
 
 
-def build_model(hidden: int = 64, seed: int = 0):
-    """The running example's model: 2 -> hidden -> hidden -> 3 with ReLUs, seeded."""
+def build_model(hidden: int = 64, seed: int = 0, dropout: float = 0.0):
+    """The running example's model: 2 -> hidden -> hidden -> 3 with ReLUs, seeded. ``dropout`` > 0
+    adds a dropout layer after the first ReLU (``raylab.ckpt``'s job: the random draws become part
+    of the training state); it has no weights, so the initial weights do not change."""
     import torch
     from torch import nn
 
     torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, CLASSES))
+    first = [nn.Linear(FEATURES, hidden), nn.ReLU()] + ([nn.Dropout(dropout)] if dropout else [])
+    return nn.Sequential(*first, nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, CLASSES))
 
 
 def load_model(state_or_folder):
