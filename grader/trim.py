@@ -25,7 +25,11 @@ from grader import pyast
 
 SKIPPED = "# (demo cell not run when grading: no test, answer or later cell reads what it makes)\n"
 ALWAYS_KEPT_SUFFIXES = ("_setup", "_teardown")
-SIDE_EFFECT_MARKERS = ("os.environ", "putenv", "sys.path", "chdir(")
+SIDE_EFFECT_MARKERS = ("putenv", "unsetenv", "sys.path", "chdir(")
+# What a cell may do with ``os.environ`` and still be skippable: read it. Any other use (an item
+# assigned or deleted, a mutating method, the mapping handed to a function or bound to a name) may
+# change the environment later cells run in, so the cell is kept.
+ENVIRON_READS = ("get", "items", "keys", "values", "copy", "__contains__", "__getitem__")
 # Trimming pays only when a skippable cell runs something slow: a Train or Tune run, a child
 # process, a simulated cluster, a timed wait, `ray status` (directly or through a function the
 # notebook defines around it).
@@ -83,6 +87,38 @@ def _imports(tree) -> dict[str, set[tuple]]:
             for alias in node.names:
                 found.setdefault(alias.asname or alias.name, set()).add(("from", node.module, alias.name))
     return found
+
+
+def _is_environ(node, environ_names: set[str]) -> bool:
+    """``os.environ`` (any module alias of ``os``) or a name ``from os import environ`` bound."""
+    if isinstance(node, ast.Attribute) and node.attr == "environ":
+        return True
+    return isinstance(node, ast.Name) and node.id in environ_names
+
+
+def changes_environ(tree) -> bool:
+    """True when the cell (function bodies included: they may run in this process later) does
+    anything to ``os.environ`` but read it: ``os.environ["X"]`` and ``os.environ.get("X")`` in a
+    Ray worker's function, or a print of a variable, leave the kernel's environment as it was."""
+    if tree is None:
+        return False
+    environ_names = {alias.asname or alias.name for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module == "os"
+                     for alias in node.names if alias.name == "environ"}
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if not _is_environ(node, environ_names) or isinstance(parents.get(node), ast.ImportFrom):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+            continue  # os.environ["X"]
+        if (isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in ENVIRON_READS
+                and isinstance(parents.get(parent), ast.Call) and parents[parent].func is parent):
+            continue  # os.environ.get("X"), .items(), ...
+        if isinstance(parent, ast.Compare) and node in parent.comparators:
+            continue  # "X" in os.environ
+        return True
+    return False
 
 
 def _only_imported(tree, name: str, imports: dict) -> bool:
@@ -178,7 +214,8 @@ def skippable(nb, also: frozenset | set = frozenset()) -> list[str]:
         graded = (meta.get("grade") or meta.get("solution")) and grade_id not in also
         candidate = (tree is not None and not graded
                      and not grade_id.endswith(ALWAYS_KEPT_SUFFIXES)
-                     and not any(marker in cell.source for marker in SIDE_EFFECT_MARKERS))
+                     and not any(marker in cell.source for marker in SIDE_EFFECT_MARKERS)
+                     and not changes_environ(tree))
         imports = _imports(tree) if tree else {}
         bound = _bound(tree) if tree else set()
         info.append({"id": grade_id, "candidate": candidate, "bound": bound,

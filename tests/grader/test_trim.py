@@ -64,6 +64,31 @@ def test_environment_changes_and_unparsable_cells_are_kept():
     assert trim.skippable(nb) == ["demo_magic"]  # the magic line is dropped; the rest is empty
 
 
+@pytest.mark.parametrize("source", [
+    "import os\nos.environ['X'] = '1'",
+    "import os\ndel os.environ['X']",
+    "import os\nos.environ.update(X='1')",
+    "import os\nos.environ.setdefault('X', '1')",
+    "import os\nos.environ.pop('X', None)",
+    "import os\nenv = os.environ\nenv['X'] = '1'",
+    "from os import environ as e\ne['X'] = '1'",
+    "import os\ndef later():\n    os.environ['X'] = '1'",
+    "import os\nos.putenv('X', '1')",
+])
+def test_a_cell_that_may_change_the_environment_is_kept(source):
+    nb = _nb(("demo_env", source), ("t", "assert True", "tests"))
+    assert trim.skippable(nb) == []
+
+
+def test_a_cell_that_only_reads_the_environment_is_skippable():
+    reads = ("import os\n"
+             "def on_worker(config):\n"
+             "    return f\"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT')}\"\n"
+             "print(os.environ.get('RAY_TRAIN_V2_ENABLED'), 'HOME' in os.environ, len(os.environ.copy()))")
+    nb = _nb(("demo_reads", reads), ("t", "assert True", "tests"))
+    assert trim.skippable(nb) == ["demo_reads"]
+
+
 def test_trimmed_copy_replaces_only_skipped_sources():
     nb = _nb(("x_setup", "lab = 1"), ("demo", "print('slow')"), ("t", "assert lab", "tests"))
     out = trim.trimmed(nb)
