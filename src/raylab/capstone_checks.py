@@ -103,6 +103,30 @@ def trials(experiment_dir) -> list[dict]:
     return out
 
 
+def early_stopping_scheduler(experiment_dir) -> str | None:
+    """The early-stopping scheduler a Tune experiment was run with, as ``"AsyncHyperBandScheduler
+    on val_accuracy"`` (``ASHAScheduler`` is that class); None when it had none (Tune's default FIFOScheduler stops nothing) or the
+    experiment's ``tuner.pkl`` cannot be read.
+
+    Whether such a scheduler stops a trial depends on the order the trials run in: ASHA compares
+    a trial with those that reached the same epoch before it, so a grid that runs its weakest
+    settings first may stop none. A check of "early stopping" reads the configuration too."""
+    import ray.cloudpickle
+    from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+
+    try:
+        with open(os.path.join(experiment_dir, "tuner.pkl"), "rb") as f:
+            tune_config = ray.cloudpickle.load(f)["_tune_config"]
+    except Exception:  # noqa: BLE001 - no readable Tuner state: nothing to report
+        return None
+    scheduler = getattr(tune_config, "scheduler", None)
+    # every scheduler of Ray's derives from FIFOScheduler; only FIFOScheduler itself stops nothing
+    if not isinstance(scheduler, TrialScheduler) or type(scheduler) is FIFOScheduler:
+        return None
+    metric = getattr(scheduler, "_metric", None) or getattr(tune_config, "metric", None)
+    return f"{type(scheduler).__name__} on {metric}"
+
+
 def actor_ids() -> set[str]:
     """Ids of every actor the cluster has ever had (alive or dead)."""
     import ray
