@@ -107,7 +107,7 @@ def changes_environ(tree) -> bool:
                      for alias in node.names if alias.name == "environ"}
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
-        if not _is_environ(node, environ_names) or isinstance(parents.get(node), ast.ImportFrom):
+        if not _is_environ(node, environ_names):
             continue
         parent = parents.get(node)
         if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):

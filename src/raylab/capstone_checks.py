@@ -105,8 +105,8 @@ def trials(experiment_dir) -> list[dict]:
 
 def early_stopping_scheduler(experiment_dir) -> str | None:
     """The early-stopping scheduler a Tune experiment was run with, as ``"AsyncHyperBandScheduler
-    on val_accuracy"`` (``ASHAScheduler`` is that class); None when it had none (Tune's default FIFOScheduler stops nothing) or the
-    experiment's ``tuner.pkl`` cannot be read.
+    on val_accuracy"`` (``ASHAScheduler`` is that class); None when it had none (Tune's default
+    FIFOScheduler stops nothing) or the experiment's ``tuner.pkl`` cannot be read.
 
     Whether such a scheduler stops a trial depends on the order the trials run in: ASHA compares
     a trial with those that reached the same epoch before it, so a grid that runs its weakest
