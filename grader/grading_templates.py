@@ -9,8 +9,8 @@ so the gradebook decides which code runs besides the learner's answers. Each lab
   (``grader.trim.grading_skips``: heavy demo cells that no test, answer or later needed cell
   reads, computed with that learner's own answers in place). Its locked demo cells hold a comment
   instead of a Train run, so grading a Train lab skips minutes of demos whose output no check
-  reads; the scores cannot change (the round trips grade the solution both ways and require full
-  marks in each). ``--full`` in ``make grade`` turns this off.
+  reads; the scores cannot change (the round trips require every exercise to keep full marks graded
+  this way, as a right answer or the solution). ``--full`` in ``make grade`` turns this off.
 """
 from __future__ import annotations
 

@@ -85,9 +85,11 @@ def _blank_answers(nb, skip: list[str]):
     return nb
 
 
-def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_run: dict | None = None):
+def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_run: dict | None = None,
+             solved: dict | None = None):
     """(graded, leftover processes, problems of the grading itself) from the autograde results.
-    Scores of test cells a round left out (``not_run``) are dropped: nothing ran there."""
+    Scores of test cells a round left out (``not_run``) are dropped: nothing ran there. ``solved``:
+    student -> the answers that submission holds in the solution's own form."""
     graded, leftover, problems = {}, [], []
     for student, res in results.items():
         if res["status"] != "graded":
@@ -110,7 +112,8 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_
                    for g, (cell, out) in raised.items()}
         rnd = submissions[student][1]
         graded[student] = Graded(student, scores, errors, {a: m.name for a, m in rnd.items() if not m.right},
-                                 visible, {a: m.name for a, m in rnd.items() if m.right}, res["seconds"])
+                                 visible, {a: m.name for a, m in rnd.items() if m.right}, res["seconds"],
+                                 frozenset(left_out), (solved or {}).get(student, frozenset()))
     return graded, leftover, problems
 
 
@@ -120,9 +123,11 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     also merged into ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
 
     Every submission is built from the released learner copy, as a learner's is. The solution is
-    graded twice: with every cell (so every demo is proven to run), and like any other submission,
-    without the demo cells its answers do not need (full marks there prove that nothing a test
-    depends on was left out). The untouched copy and the mutants are graded like a class."""
+    graded with every cell (so every demo is proven to run). The untouched copy, the mutants and
+    the right answers are graded like a class, without the demo cells their answers do not need;
+    every exercise must keep full marks graded that way, as a right answer or, for an exercise
+    without one, in the solution's form (``solution_trimmed``): nothing a test depends on was left
+    out (``roundtrip_rules.trim_problems``)."""
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
@@ -138,13 +143,20 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     exercises = mutants.load(lab)
     built = {student: mutants.submission(lab, answers, release=release)
              for student, (answers, _) in submissions.items()}
+    # The demo cells a submission in the solution's form is graded without. Each exercise must keep
+    # its points graded without them (roundtrip_rules.trim_problems); a right answer in a mutant
+    # round shows it, so the trimmed solution round grades only the exercises that have none.
+    skipped = templates.skips(lab, nbformat.writes(built["solution_trimmed"]).encode())
+    witnessless = {a: None for a, e in exercises.items() if not e.right}
+    if not skipped or not witnessless:
+        del submissions["solution_trimmed"], built["solution_trimmed"]
+    rounds = {student: submissions[student][1] for student in submissions}
+    if "solution_trimmed" in submissions:
+        rounds["solution_trimmed"] = witnessless
     chosen = {student: templates.for_submission(lab, nbformat.writes(nb).encode(),
-                                                not_graded(exercises, submissions[student][1]))
-              for student, nb in built.items()}
-    skipped = chosen["solution_trimmed"][1]
+                                                not_graded(exercises, rounds[student]))
+              for student, nb in built.items() if student != "solution"}
     chosen["solution"] = (templates.full(lab), [])
-    if not skipped:
-        del submissions["solution_trimmed"]
     built = {student: nbformat.writes(_blank_answers(nb, chosen[student][1])).encode()
              for student, nb in built.items()}
 
@@ -156,7 +168,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = dict(pool.map(grade, submissions))
     not_run = {student: set(chosen[student][1]) for student in submissions}
-    graded, leftover, problems = _collect(lab, results, submissions, grading_dir, not_run)
+    solved = {"solution": frozenset(exercises), "solution_trimmed": frozenset(rounds.get("solution_trimmed", ()))}
+    graded, leftover, problems = _collect(lab, results, submissions, grading_dir, not_run, solved)
     problems += judge(graded, exercises, skipped)
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
                      visible_catch(graded, exercises))

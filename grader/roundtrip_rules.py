@@ -19,6 +19,8 @@ class Graded:
     failed_visibly: dict = field(default_factory=dict)  # grade_id -> the first failure is a visible line
     right: dict = field(default_factory=dict)  # answer grade_id -> name of a right answer that differs
     seconds: float = 0.0  # the autograde run's wall time
+    left_out: frozenset = frozenset()  # cells this submission was graded without (trimmed demos, ...)
+    solved: frozenset = frozenset()  # answer grade_ids graded in the solution's own form
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -53,7 +55,7 @@ def visible_catch(graded: dict, exercises: dict) -> dict:
     return counts
 
 
-def solution_problems(graded: dict, skipped: list) -> list[str]:
+def solution_problems(graded: dict) -> list[str]:
     """The solution (and its trimmed form) must score full marks with no error in any cell."""
     problems = []
     for sol in (graded.get("solution"), graded.get("solution_trimmed")):
@@ -64,11 +66,35 @@ def solution_problems(graded: dict, skipped: list) -> list[str]:
                 problems.append(f"{sol.student}: {grade_id} scored {score}/{max_score}")
         for grade_id, (ename, evalue) in sol.errors.items():
             problems.append(f"{sol.student}: error in cell {grade_id}: {ename}: {evalue}")
-    if skipped and "solution_trimmed" not in graded:
-        problems.append("the solution was not graded with the demo cells left out")
     if not any(s[0] is not None or s[1] for s in graded.get("solution", Graded("", {}, {})).scores.values()):
         problems.append("the lab has no autograded cells")
     return problems
+
+
+def _full_marks(g: Graded, tests) -> bool:
+    """Every one of these test cells ran, scored its maximum and raised nothing."""
+    return all(t in g.scores and g.scores[t][0] is not None and g.scores[t][0] >= g.scores[t][1]
+               and t not in g.errors for t in tests)
+
+
+def trim_problems(graded: dict, exercises: dict, skipped: list) -> list[str]:
+    """When grading leaves demo cells out (``skipped``: those the solution is graded without),
+    every exercise must keep full marks in some submission graded without at least those cells,
+    in a right form: the solution's own (``solved``) or a right answer that differs from it. That
+    proves none of its checks reads a skipped demo, so a wrong answer never looks caught because
+    a demo was left out, and a class graded without the demos gets the scores it would get with them.
+    A right answer is as good a witness as the solution for the checks; the answers themselves are
+    trimmed by the same analysis (``grader/trim.py``, unit-tested)."""
+    if not skipped:
+        return []
+    proven = set()
+    for g in graded.values():
+        if g.student == "solution" or not set(skipped) <= set(g.left_out):
+            continue
+        proven |= {answer for answer in set(g.right) | set(g.solved) if _full_marks(g, exercises[answer].tests)}
+    return [f"{answer}: never graded in a right form with the demo cells left out "
+            f"({', '.join(skipped)}); nothing shows its checks do not read them"
+            for answer in exercises if answer not in proven]
 
 
 def untouched_problems(graded: dict) -> list[str]:
@@ -117,5 +143,5 @@ def right_problems(graded: dict, exercises: dict) -> list[str]:
 
 def judge(graded: dict, exercises: dict, skipped: list) -> list[str]:
     """Every way the autograder can be wrong, as readable problems (empty: right both ways)."""
-    return (solution_problems(graded, skipped) + untouched_problems(graded)
-            + mutant_problems(graded, exercises) + right_problems(graded, exercises))
+    return (solution_problems(graded) + trim_problems(graded, exercises, skipped)
+            + untouched_problems(graded) + mutant_problems(graded, exercises) + right_problems(graded, exercises))

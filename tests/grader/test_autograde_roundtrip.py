@@ -4,10 +4,12 @@ For each lab, one `nbgrader autograde` run (in a loopback-only network namespace
 - the solution: full marks on every autograded cell, and no error in any cell (so the solution
   notebook executes top to bottom against a live cluster);
 - the untouched learner copy: 0;
-- one submission per mutant round: every mutated exercise loses points through a failed check;
+- one submission per mutant round: every mutated exercise loses points through a failed check,
+  every right answer keeps its points;
 and afterwards no Ray process started by that run is left. Submissions are graded two at a time,
-each by its own `nbgrader autograde`; heavy demo cells that no test reads are left out of the
-wrong-answer rounds, and then the solution is graded that way too (grader/trim.py).
+each by its own `nbgrader autograde`; heavy demo cells that no test reads are left out of every
+submission but the solution (grader/trim.py), and every exercise must keep full marks graded that
+way, as a right answer or in the solution's form.
 Details: grader/roundtrip.py.
 """
 import pytest

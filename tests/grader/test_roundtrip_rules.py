@@ -48,14 +48,36 @@ EXERCISES = {"a_answer": _Ex(["a_tests"])}
 
 def test_the_solution_must_score_full_marks_without_errors():
     ok = {"solution": G("solution", {"a_tests": (2.0, 2.0), "intro": (None, 0.0)}, {})}
-    assert rules.solution_problems(ok, []) == []
+    assert rules.solution_problems(ok) == []
     low = {"solution": G("solution", {"a_tests": (1.0, 2.0)}, {})}
-    assert rules.solution_problems(low, []) == ["solution: a_tests scored 1.0/2.0"]
+    assert rules.solution_problems(low) == ["solution: a_tests scored 1.0/2.0"]
     crashed = {"solution": G("solution", {"a_tests": (2.0, 2.0)}, {"demo": ("NameError", "x")})}
-    assert rules.solution_problems(crashed, []) == ["solution: error in cell demo: NameError: x"]
-    assert "not graded with the demo cells left out" in rules.solution_problems(ok, ["demo"])[0]
-    assert rules.solution_problems({"solution": G("solution", {"intro": (None, 0.0)}, {})}, []) == [
+    assert rules.solution_problems(crashed) == ["solution: error in cell demo: NameError: x"]
+    assert rules.solution_problems({"solution": G("solution", {"intro": (None, 0.0)}, {})}) == [
         "the lab has no autograded cells"]
+
+
+def test_every_exercise_must_keep_its_points_graded_without_the_skipped_demos():
+    exercises = {"a_answer": _Ex(["a_tests"]), "b_answer": _Ex(["b_tests"])}
+    full = {"a_tests": (2.0, 2.0), "b_tests": (1.0, 1.0)}
+    solution = G("solution", full, {}, solved=frozenset(exercises))  # every cell ran: proves nothing here
+    right_a = G("mutants3", {"a_tests": (2.0, 2.0)}, {}, right={"a_answer": "other"},
+                left_out=frozenset({"demo", "b_answer", "b_tests"}))
+    solved_b = G("solution_trimmed", {"b_tests": (1.0, 1.0)}, {}, left_out=frozenset({"demo", "a_answer", "a_tests"}),
+                 solved=frozenset({"b_answer"}))
+    assert rules.trim_problems({"solution": solution}, exercises, []) == []  # nothing was left out
+    assert rules.trim_problems({"solution": solution, "mutants3": right_a, "solution_trimmed": solved_b},
+                               exercises, ["demo"]) == []
+    (missing,) = rules.trim_problems({"solution": solution, "mutants3": right_a}, exercises, ["demo"])
+    assert missing.startswith("b_answer: never graded in a right form with the demo cells left out")
+    # a witness that kept the demo (its own answer reads it), lost points or crashed proves nothing
+    kept_demo = G("mutants3", {"a_tests": (2.0, 2.0)}, {}, right={"a_answer": "other"}, left_out=frozenset())
+    lost = G("mutants3", {"a_tests": (1.0, 2.0)}, {}, right={"a_answer": "other"}, left_out=frozenset({"demo"}))
+    crashed = G("mutants3", {"a_tests": (2.0, 2.0)}, {"a_tests": ("NameError", "demo_result")},
+                right={"a_answer": "other"}, left_out=frozenset({"demo"}))
+    for witness in (kept_demo, lost, crashed):
+        problems = rules.trim_problems({"mutants3": witness, "solution_trimmed": solved_b}, exercises, ["demo"])
+        assert [p.split(":")[0] for p in problems] == ["a_answer"]
 
 
 def test_the_untouched_copy_must_score_zero():
