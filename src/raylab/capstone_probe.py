@@ -1,0 +1,119 @@
+"""What each Train worker of a graded capstone script trained on, seen from inside the worker.
+
+The capstone's check cannot read a learner's script for "each worker trains on its part of the
+data with prepare_model": a script may shard by slicing, by a sampler or by ``prepare_data_loader``,
+and wrap the model with ``prepare_model`` or DDP itself. So it watches what the workers do.
+:func:`job_config_env` gives the script's process the variable Ray's job submission uses to hand a
+driver its job config (``RAY_JOB_CONFIG_JSON_ENV_VAR``, read by ``ray.init``: ray/_private/worker.py);
+its runtime environment names :func:`install` as the ``worker_process_setup_hook``, which Ray runs
+in every new worker process of that job before it takes work. In a Train worker, :func:`install`
+records:
+
+* the distinct rows of the training split (``train.npz``) that reach the model's first layer
+  (the ``nn.Linear`` that takes the 2 input features) while it trains, between one report and the
+  next (an epoch: a ``DistributedSampler`` deals each rank another half every epoch, so over a
+  whole run every rank sees nearly every row); training mode with gradients on, so evaluation
+  passes do not count;
+* whether a ``DistributedDataParallel`` model ran a training forward pass (``prepare_model``
+  wraps the model in DDP whenever there are 2 or more workers);
+
+and writes them to ``<probe dir>/<pid>.json`` at every ``ray.train.report`` (a trial that the
+scheduler stops is killed, so nothing is written at exit). Nothing the script computes changes.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
+TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
+# Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
+JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+# What this worker process trained on so far (filled once install() has run).
+STATE = {"rows": set(), "most_rows": 0, "ddp": False, "reports": 0}
+
+
+def job_config_env(probe_dir: str, train_split: str) -> dict:
+    """Environment for the script's process: every worker of its job runs :func:`install`."""
+    runtime_env = {"worker_process_setup_hook": f"{__name__}.install",
+                   "env_vars": {PROBE_DIR_VAR: str(probe_dir), TRAIN_SPLIT_VAR: str(train_split)}}
+    return {JOB_CONFIG_VAR: json.dumps({"runtime_env": runtime_env})}
+
+
+def records(probe_dir: str) -> list[dict]:
+    """One record per Train worker process that reported: rank, world size, reports made, the most
+    distinct training rows it trained on between two reports, rows in the split, and whether DDP
+    ran its training."""
+    found = []
+    for name in sorted(os.listdir(probe_dir)) if os.path.isdir(probe_dir) else []:
+        try:
+            with open(os.path.join(probe_dir, name)) as f:
+                found.append(json.load(f))
+        except (OSError, ValueError):  # a file being rewritten when the worker was killed
+            continue
+    return [r for r in found if r.get("reports")]
+
+
+def install() -> None:
+    """Ray's worker_process_setup_hook: patch this worker process (see the module docstring)."""
+    probe_dir, split = os.environ.get(PROBE_DIR_VAR), os.environ.get(TRAIN_SPLIT_VAR)
+    if not probe_dir or not split:
+        return
+    import numpy as np
+    import torch
+    import ray.train
+
+    with np.load(split) as data:
+        train_rows = {row.tobytes() for row in np.ascontiguousarray(data["x"], dtype=np.float32)}
+    state = STATE
+
+    linear_forward = torch.nn.Linear.forward
+
+    def watched_linear(self, x):
+        if self.in_features == 2 and self.training and torch.is_grad_enabled() and isinstance(x, torch.Tensor):
+            rows = x.detach().to("cpu", torch.float32).reshape(-1, 2).contiguous().numpy()
+            state["rows"].update(r.tobytes() for r in rows if r.tobytes() in train_rows)
+        return linear_forward(self, x)
+
+    ddp_forward = torch.nn.parallel.DistributedDataParallel.forward
+
+    def watched_ddp(self, *args, **kwargs):
+        if self.training and torch.is_grad_enabled():
+            state["ddp"] = True
+        return ddp_forward(self, *args, **kwargs)
+
+    report = ray.train.report
+
+    def watched_report(*args, **kwargs):
+        end_interval(state)
+        _write(probe_dir, state, len(train_rows))
+        return report(*args, **kwargs)
+
+    torch.nn.Linear.forward = watched_linear
+    torch.nn.parallel.DistributedDataParallel.forward = watched_ddp
+    ray.train.report = watched_report
+    # `from ray.train import report` pickled in the script resolves ray.train.report; the module
+    # that defines it is patched too, for a script that imports it from there.
+    from ray.train.v2.api import train_fn_utils
+
+    train_fn_utils.report = watched_report
+
+
+def end_interval(state: dict) -> None:
+    """A report: keep the largest count of rows trained on between two reports, start a new one."""
+    state["reports"] += 1
+    state["most_rows"] = max(state["most_rows"], len(state["rows"]))
+    state["rows"] = set()
+
+
+def _write(probe_dir: str, state: dict, split_rows: int) -> None:
+    import ray.train
+
+    context = ray.train.get_context()
+    record = {"pid": os.getpid(), "rank": context.get_world_rank(), "world": context.get_world_size(),
+              "run": context.get_experiment_name(), "reports": state["reports"],
+              "train_rows": state["most_rows"], "split_rows": split_rows, "ddp": state["ddp"]}
+    path = os.path.join(probe_dir, f"{os.getpid()}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f)
+    os.replace(path + ".tmp", path)
