@@ -13,7 +13,9 @@ records:
   (the ``nn.Linear`` that takes the 2 input features) while it trains, between one report and the
   next (an epoch: a ``DistributedSampler`` deals each rank another half every epoch, so over a
   whole run every rank sees nearly every row); training mode with gradients on, so evaluation
-  passes do not count;
+  passes do not count. It also counts every row of those passes (``train_samples``), recognised
+  or not: a script that changes the points before the model (normalises them, say) leaves no row
+  to recognise, and is judged by that count instead;
 * whether a ``DistributedDataParallel`` model ran a training forward pass (``prepare_model``
   wraps the model in DDP whenever there are 2 or more workers);
 
@@ -30,7 +32,7 @@ TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
 # Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
 JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 # What this worker process trained on so far (filled once install() has run).
-STATE = {"rows": set(), "most_rows": 0, "ddp": False, "reports": 0}
+STATE = {"rows": set(), "most_rows": 0, "samples": 0, "most_samples": 0, "ddp": False, "reports": 0}
 
 
 def job_config_env(probe_dir: str, train_split: str) -> dict:
@@ -42,8 +44,8 @@ def job_config_env(probe_dir: str, train_split: str) -> dict:
 
 def records(probe_dir: str) -> list[dict]:
     """One record per Train worker process that reported: rank, world size, reports made, the most
-    distinct training rows it trained on between two reports, rows in the split, and whether DDP
-    ran its training."""
+    distinct training rows (and the most rows of any kind) it trained on between two reports, rows
+    in the split, and whether DDP ran its training."""
     found = []
     for name in sorted(os.listdir(probe_dir)) if os.path.isdir(probe_dir) else []:
         try:
@@ -72,6 +74,7 @@ def install() -> None:
     def watched_linear(self, x):
         if self.in_features == 2 and self.training and torch.is_grad_enabled() and isinstance(x, torch.Tensor):
             rows = x.detach().to("cpu", torch.float32).reshape(-1, 2).contiguous().numpy()
+            state["samples"] += len(rows)
             state["rows"].update(r.tobytes() for r in rows if r.tobytes() in train_rows)
         return linear_forward(self, x)
 
@@ -103,7 +106,8 @@ def end_interval(state: dict) -> None:
     """A report: keep the largest count of rows trained on between two reports, start a new one."""
     state["reports"] += 1
     state["most_rows"] = max(state["most_rows"], len(state["rows"]))
-    state["rows"] = set()
+    state["most_samples"] = max(state["most_samples"], state["samples"])
+    state["rows"], state["samples"] = set(), 0
 
 
 def _write(probe_dir: str, state: dict, split_rows: int) -> None:
@@ -112,7 +116,7 @@ def _write(probe_dir: str, state: dict, split_rows: int) -> None:
     context = ray.train.get_context()
     record = {"pid": os.getpid(), "rank": context.get_world_rank(), "world": context.get_world_size(),
               "run": context.get_experiment_name(), "reports": state["reports"],
-              "train_rows": state["most_rows"], "split_rows": split_rows, "ddp": state["ddp"]}
+              "train_rows": state["most_rows"], "train_samples": state["most_samples"], "split_rows": split_rows, "ddp": state["ddp"]}
     path = os.path.join(probe_dir, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(record, f)

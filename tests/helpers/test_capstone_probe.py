@@ -23,13 +23,14 @@ WATCH = textwrap.dedent("""
     model(x[1500:])                     # eval mode: not counted
     model.train()
     model(torch.randn(50, 2))           # not training rows: not counted
-    seen = len(capstone_probe.STATE["rows"])
+    seen, samples = len(capstone_probe.STATE["rows"]), capstone_probe.STATE["samples"]
     capstone_probe.end_interval(capstone_probe.STATE)  # a report: the epoch's count is kept
     model(x[1000:1600])                 # the next epoch: another part, more rows
     capstone_probe.end_interval(capstone_probe.STATE)
     model(x[:100])
     capstone_probe.end_interval(capstone_probe.STATE)
-    print(json.dumps({"rows": seen, "most_rows": capstone_probe.STATE["most_rows"],
+    print(json.dumps({"rows": seen, "samples": samples, "most_samples": capstone_probe.STATE["most_samples"],
+                      "most_rows": capstone_probe.STATE["most_rows"],
                       "reports": capstone_probe.STATE["reports"], "ddp": capstone_probe.STATE["ddp"]}))
 """)
 
@@ -42,8 +43,9 @@ def test_counts_distinct_training_rows_of_training_passes_per_report(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     # over a whole run a DistributedSampler shows each rank nearly every row: what counts is the
     # most rows between two reports (one epoch)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"rows": 400, "most_rows": 600, "reports": 3,
-                                                               "ddp": False}
+    # (every row of a training pass counts as a sample, recognised or not: 300 + 200 + 50 random)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "rows": 400, "samples": 550, "most_samples": 600, "most_rows": 600, "reports": 3, "ddp": False}
 
 
 def test_without_its_variables_install_changes_nothing(tmp_path):
