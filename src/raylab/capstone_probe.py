@@ -67,7 +67,7 @@ def install() -> None:
 
     with np.load(split) as data:
         train_rows = {row.tobytes() for row in np.ascontiguousarray(data["x"], dtype=np.float32)}
-    state = STATE
+    state = STATE  # the module's, so a test can read it
 
     linear_forward = torch.nn.Linear.forward
 
@@ -75,7 +75,7 @@ def install() -> None:
         if self.in_features == 2 and self.training and torch.is_grad_enabled() and isinstance(x, torch.Tensor):
             rows = x.detach().to("cpu", torch.float32).reshape(-1, 2).contiguous().numpy()
             state["samples"] += len(rows)
-            state["rows"].update(r.tobytes() for r in rows if r.tobytes() in train_rows)
+            state["rows"] |= {r.tobytes() for r in rows} & train_rows
         return linear_forward(self, x)
 
     ddp_forward = torch.nn.parallel.DistributedDataParallel.forward
