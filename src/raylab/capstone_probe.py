@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
 TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
@@ -57,18 +58,72 @@ def records(probe_dir: str) -> list[dict]:
 
 
 def install() -> None:
-    """Ray's worker_process_setup_hook: patch this worker process (see the module docstring)."""
+    """Ray's worker_process_setup_hook: watch this worker process (see the module docstring).
+
+    Ray runs it in every new process of the job (Tune's trial drivers, Train's controllers and
+    placement-group cleaners, the workers), so it imports nothing heavy itself: PyTorch is patched
+    when the process imports it and ``ray.train.report`` when it imports ``ray.train`` (at once if
+    already imported). Importing PyTorch in every process made a graded run about 10 s longer."""
     probe_dir, split = os.environ.get(PROBE_DIR_VAR), os.environ.get(TRAIN_SPLIT_VAR)
     if not probe_dir or not split:
         return
+    _after_import("torch", lambda: _watch_torch(split))
+    _after_import("ray.train", lambda: _watch_reports(probe_dir, split))
+
+
+def _after_import(name: str, action) -> None:
+    """Run ``action()`` once module ``name`` is imported: now if it is, else right after its import."""
+    if name in sys.modules:
+        action()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, action))
+
+
+class _AfterImport:
+    """A meta-path finder that lets the other finders find ``name`` and runs ``action`` after the
+    module's code ran (the loader's ``exec_module`` is wrapped for that one import, then restored)."""
+
+    def __init__(self, name: str, action):
+        self.name, self.action = name, action
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once: the module is imported only once
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, action = spec.loader, self.action
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+
+        def exec_then_act(module):
+            del loader.exec_module  # back to the loader's own method
+            loader.exec_module(module)
+            action()
+
+        loader.exec_module = exec_then_act
+        return spec
+
+
+def _rows_of(split: str) -> set:
     import numpy as np
-    import torch
-    import ray.train
 
     with np.load(split) as data:
-        train_rows = {row.tobytes() for row in np.ascontiguousarray(data["x"], dtype=np.float32)}
-    state = STATE  # the module's, so a test can read it
+        return {row.tobytes() for row in np.ascontiguousarray(data["x"], dtype=np.float32)}
 
+
+def _watch_torch(split: str) -> None:
+    """Count training rows at the model's first layer and note DDP training forwards."""
+    import torch
+
+    train_rows = _rows_of(split)
+    state = STATE  # the module's, so a test can read it
+    state["split_rows"] = len(train_rows)
     linear_forward = torch.nn.Linear.forward
 
     def watched_linear(self, x):
@@ -85,20 +140,29 @@ def install() -> None:
             state["ddp"] = True
         return ddp_forward(self, *args, **kwargs)
 
-    report = ray.train.report
+    torch.nn.Linear.forward = watched_linear
+    torch.nn.parallel.DistributedDataParallel.forward = watched_ddp
+
+
+def _watch_reports(probe_dir: str, split: str) -> None:
+    """Write this worker's record at every ``ray.train.report``."""
+    from ray.train.v2.api import train_fn_utils
+
+    # from sys.modules: while its import finishes, `ray.train` is not yet an attribute of `ray`
+    train = sys.modules["ray.train"]
+    state = STATE
+    report = train.report
 
     def watched_report(*args, **kwargs):
         end_interval(state)
-        _write(probe_dir, state, len(train_rows))
+        if "split_rows" not in state:  # a process that trains without PyTorch
+            state["split_rows"] = len(_rows_of(split))
+        _write(probe_dir, state, state["split_rows"])
         return report(*args, **kwargs)
 
-    torch.nn.Linear.forward = watched_linear
-    torch.nn.parallel.DistributedDataParallel.forward = watched_ddp
-    ray.train.report = watched_report
+    train.report = watched_report
     # `from ray.train import report` pickled in the script resolves ray.train.report; the module
     # that defines it is patched too, for a script that imports it from there.
-    from ray.train.v2.api import train_fn_utils
-
     train_fn_utils.report = watched_report
 
 

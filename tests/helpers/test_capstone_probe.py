@@ -68,3 +68,32 @@ def test_job_config_names_the_hook_and_records_skip_workers_that_never_reported(
     (tmp_path / "3.json").write_text("{half a rec")
     assert capstone_probe.records(str(tmp_path)) == [{"rank": 0, "reports": 2, "train_rows": 1000}]
     assert capstone_probe.records(str(tmp_path / "missing")) == []
+
+
+def test_install_imports_nothing_heavy_and_patches_pytorch_and_ray_train_when_they_are_imported(tmp_path):
+    """Ray runs the hook in every process of the job: one that never imports PyTorch must not pay
+    for it, and one that imports it after the hook must still be watched."""
+    splits = running_example.write_splits(tmp_path / "data")
+    code = textwrap.dedent("""
+        import json, sys
+        from raylab import capstone_probe
+        capstone_probe.install()
+        before = sorted(m for m in ("torch", "numpy", "ray.train") if m in sys.modules)
+        import torch
+        import ray.train
+        from ray.train.v2.api import train_fn_utils
+        patched = [torch.nn.Linear.forward.__name__, torch.nn.parallel.DistributedDataParallel.forward.__name__,
+                   ray.train.report.__name__, train_fn_utils.report.__name__]
+        print(json.dumps({"before": before, "patched": patched,
+                          "split_rows": capstone_probe.STATE.get("split_rows"),
+                          "finders_left": [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_AfterImport"]}))
+    """)
+    env = dict(os.environ, **{capstone_probe.PROBE_DIR_VAR: str(tmp_path / "probe"),
+                              capstone_probe.TRAIN_SPLIT_VAR: str(splits["train"])})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["before"] == []
+    assert seen["patched"] == ["watched_linear", "watched_ddp", "watched_report", "watched_report"]
+    assert seen["split_rows"] == len(running_example.load_split(splits["train"])[1])
+    assert seen["finders_left"] == []
