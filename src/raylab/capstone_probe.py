@@ -28,6 +28,8 @@ import json
 import os
 import sys
 
+from raylab.import_hooks import after_import
+
 PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
 TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
 # Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
@@ -67,47 +69,8 @@ def install() -> None:
     probe_dir, split = os.environ.get(PROBE_DIR_VAR), os.environ.get(TRAIN_SPLIT_VAR)
     if not probe_dir or not split:
         return
-    _after_import("torch", lambda: _watch_torch(split))
-    _after_import("ray.train", lambda: _watch_reports(probe_dir, split))
-
-
-def _after_import(name: str, action) -> None:
-    """Run ``action()`` once module ``name`` is imported: now if it is, else right after its import."""
-    if name in sys.modules:
-        action()
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, action))
-
-
-class _AfterImport:
-    """A meta-path finder that lets the other finders find ``name`` and runs ``action`` after the
-    module's code ran (the loader's ``exec_module`` is wrapped for that one import, then restored)."""
-
-    def __init__(self, name: str, action):
-        self.name, self.action = name, action
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)  # once: the module is imported only once
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find else None
-            if spec is not None:
-                break
-        else:
-            return None
-        loader, action = spec.loader, self.action
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-
-        def exec_then_act(module):
-            del loader.exec_module  # back to the loader's own method
-            loader.exec_module(module)
-            action()
-
-        loader.exec_module = exec_then_act
-        return spec
+    after_import("torch", lambda: _watch_torch(split))
+    after_import("ray.train", lambda: _watch_reports(probe_dir, split))
 
 
 def _rows_of(split: str) -> set:

@@ -1,0 +1,49 @@
+"""Run code right after a module is imported, in a process that may never import it.
+
+Ray runs a job's ``worker_process_setup_hook`` in every new worker process of the job, before it
+knows what the process will run. The course's hooks (``raylab.capstone_probe``,
+``raylab.separate_nodes``) patch PyTorch or Ray Train only in the processes that import them:
+importing PyTorch in every process of a job would cost about a second of CPU each.
+"""
+from __future__ import annotations
+
+import sys
+
+
+def after_import(name: str, action) -> None:
+    """Run ``action()`` once module ``name`` is imported: now if it is, else right after its import."""
+    if name in sys.modules:
+        action()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, action))
+
+
+class _AfterImport:
+    """A meta-path finder that lets the other finders find ``name`` and runs ``action`` after the
+    module's code ran (the loader's ``exec_module`` is wrapped for that one import, then restored)."""
+
+    def __init__(self, name: str, action):
+        self.name, self.action = name, action
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once: the module is imported only once
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, action = spec.loader, self.action
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+
+        def exec_then_act(module):
+            del loader.exec_module  # back to the loader's own method
+            loader.exec_module(module)
+            action()
+
+        loader.exec_module = exec_then_act
+        return spec

@@ -1,0 +1,51 @@
+"""Give every Ray Train worker the ranks it would have on a node of its own, on one machine.
+
+Ray Train numbers the workers of each node: ``get_local_rank()`` counts the workers that share a
+node IP (ray/train/v2/_internal/execution/worker_group/worker_group.py, ``_assign_worker_ranks``),
+and ``LOCAL_RANK`` and ``get_node_rank()`` follow from it. On one machine every worker shares the
+IP, so the local rank always equals the world rank, and an answer that names files or picks data
+by the local rank cannot be told from a right one. Simulated nodes (``ray.cluster_utils.Cluster``)
+share the IP too. A job started with :func:`job_config_env` in its driver's environment runs
+:func:`install` in every worker process (Ray's ``worker_process_setup_hook``); in a Train
+controller it numbers the workers as if each ran on a node of its own: local rank 0, local world
+size 1, node rank = world rank. Everything else (placement, the process group) is unchanged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+from raylab.import_hooks import after_import
+
+# Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
+JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
+
+
+def job_config_env() -> dict:
+    """Environment for a driver process whose Train runs number their workers one per node."""
+    return {JOB_CONFIG_VAR: json.dumps({"runtime_env": {"worker_process_setup_hook": f"{__name__}.install"}})}
+
+
+def install() -> None:
+    """Ray's worker_process_setup_hook: patch the rank assignment once Ray Train's worker group
+    module is imported (only a Train controller imports it to assign ranks)."""
+    after_import(WORKER_GROUP_MODULE, _one_worker_per_node)
+
+
+def _one_worker_per_node() -> None:
+    worker_group = sys.modules[WORKER_GROUP_MODULE].WorkerGroup
+    assign = worker_group._assign_worker_ranks
+
+    def assign_as_if_apart(workers, *args, **kwargs):
+        real = [w.metadata for w in workers]
+        for i, worker in enumerate(workers):  # a node IP of its own for the grouping only
+            worker.metadata = dataclasses.replace(worker.metadata, node_ip=f"{worker.metadata.node_ip}#{i}")
+        try:
+            return assign(workers, *args, **kwargs)
+        finally:
+            for worker, metadata in zip(workers, real):
+                worker.metadata = metadata
+
+    worker_group._assign_worker_ranks = staticmethod(assign_as_if_apart)
