@@ -21,20 +21,21 @@ if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_SANDBOX_UID_BASE", str(610000 + 4096 * (1 + int(XDIST_WORKER[2:] or 0))))
 
 # Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores, 5 Dec
-# 2026, 54 min in all; the capstone's round trip estimated for its 11th submission; a group not
-# named here weighs 1): a module's tests stay together (their module-scoped clusters and hubs start
-# once), each round trip is a group of its own, lab 00's goes with the class grader's tests (which
-# compare their grades with it), and the two modules that start a workshop hub never run at once
-# (each closes and later restores the clone's permissions).
-GROUP_WEIGHTS = {"roundtrip-09": 1110, "tests/grader/test_classgrade.py": 707, "roundtrip-01": 563,
-                 "roundtrip-04": 534, "roundtrip-02": 425, "roundtrip-06": 391, "roundtrip-03": 385,
-                 "roundtrip-05": 333, "roundtrip-07": 280, "tests/grader/test_grading_attacks.py": 240,
-                 "roundtrip-08": 183, "tests/claims/test_claims_fixes_02_06_07.py": 139,
-                 "tests/claims/test_claims_fixes_03_05_08.py": 111, "tests/helpers/test_ray_auth.py": 98,
-                 "workshop-hub": 98, "tests/labs/test_browser.py": 86, "tests/claims/test_claims_tune.py": 81,
-                 "tests/labs/test_quiz.py": 75, "tests/claims/test_claims_ops.py": 70,
-                 "tests/claims/test_claims_checkpoints_failures.py": 69, "tests/claims/test_claims_train_v2.py": 50,
-                 "tests/labs/test_ddp_lab.py": 46, "tests/claims/test_claims_setup.py": 45}
+# 2026 06:33, 52.5 min in all; a group not named here weighs 1): a module's tests stay together
+# (their module-scoped clusters and hubs start once), each round trip is a group of its own, lab
+# 00's goes with the class grader's tests (which compare their grades with it), and the two modules
+# that start a workshop hub never run at once (each closes and later restores the clone's
+# permissions).
+GROUP_WEIGHTS = {"roundtrip-09": 911, "tests/grader/test_classgrade.py": 693, "roundtrip-01": 567,
+                 "roundtrip-04": 496, "roundtrip-03": 429, "roundtrip-02": 393, "roundtrip-06": 386,
+                 "roundtrip-05": 347, "roundtrip-07": 295, "tests/grader/test_grading_attacks.py": 239,
+                 "roundtrip-08": 196, "tests/claims/test_claims_fixes_02_06_07.py": 137,
+                 "workshop-hub": 96, "tests/helpers/test_ray_auth.py": 94,
+                 "tests/claims/test_claims_fixes_03_05_08.py": 82, "tests/labs/test_browser.py": 75,
+                 "tests/claims/test_claims_tune.py": 74, "tests/labs/test_quiz.py": 71,
+                 "tests/claims/test_claims_checkpoints_failures.py": 59, "tests/claims/test_claims_storage_nodes.py": 45,
+                 "tests/claims/test_claims_ops.py": 45, "tests/labs/test_ddp_lab.py": 45,
+                 "tests/claims/test_claims_setup.py": 44}
 ROUND_TRIP_MODULE = "tests/grader/test_autograde_roundtrip.py"
 HUB_MODULES = {"tests/workshop/test_workshop_hub.py", "tests/workshop/test_workshop_browser.py"}
 ROUND_TRIP_LAB = re.compile(r"\[(\d\d)_[^\]]*\]$")

@@ -57,7 +57,8 @@ def tuner_settings(tuner) -> dict:
 
     Keys: ``metric``, ``mode``, ``max_concurrent_trials``, ``num_samples``, ``scheduler`` and
     ``search_alg`` (class names, ``None`` for Tune's defaults), ``reuse_actors``, ``name``,
-    ``storage_path``, ``verbose``, ``run_config_type`` (the class passed as ``run_config``),
+    ``storage_path``, ``verbose`` (a plain int: Tune also takes its ``Verbosity`` enums, and
+    fills in 1 when none is given), ``run_config_type`` (the class passed as ``run_config``),
     ``param_space`` and ``trial`` (see :func:`trial_resources`).
 
     Ray 2.58.0 keeps these on the Tuner's private ``_local_tuner``; ``tests/helpers/test_raylab_tuning.py``
@@ -77,11 +78,16 @@ def tuner_settings(tuner) -> dict:
         "time_budget_s": tune_config.time_budget_s,
         "name": run_config.name,
         "storage_path": run_config.storage_path,
-        "verbose": run_config.verbose,
+        "verbose": _plain_int(run_config.verbose),
         "run_config_type": f"{type(run_config).__module__}.{type(run_config).__name__}",
         "param_space": inner.param_space,
         "trial": trial_resources(inner.trainable),
     }
+
+
+def _plain_int(value):
+    """``Verbosity.V0_MINIMAL`` -> 0, ``2`` -> 2, ``None`` stays ``None``."""
+    return None if value is None else int(getattr(value, "value", value))
 
 
 def max_overlap(intervals) -> int:

@@ -180,3 +180,16 @@ def test_replay_results_match_a_real_result_grid():
             assert a.astype(float).equals(b.astype(float)), (kwargs, a, b)
     finally:
         assert raylab.stop_cluster() == []
+
+
+def test_tuner_settings_gives_the_verbosity_as_a_plain_int(tmp_path):
+    from ray import tune
+    from ray.tune.utils.log import Verbosity
+
+    def verbosity(**run):
+        tuner = tune.Tuner(_noop, run_config=tune.RunConfig(storage_path=str(tmp_path), **run))
+        return tuner_settings(tuner)["verbose"]
+
+    assert verbosity(verbose=Verbosity.V0_MINIMAL) == 0
+    assert verbosity(verbose=2) == 2
+    assert verbosity() == 1  # Tune's default when none is given
