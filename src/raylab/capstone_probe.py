@@ -28,21 +28,17 @@ import json
 import os
 import sys
 
-from raylab.import_hooks import after_import
+from raylab.import_hooks import after_import, setup_hook_env
 
 PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
 TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
-# Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
-JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 # What this worker process trained on so far (filled once install() has run).
 STATE = {"rows": set(), "most_rows": 0, "samples": 0, "most_samples": 0, "ddp": False, "reports": 0}
 
 
 def job_config_env(probe_dir: str, train_split: str) -> dict:
     """Environment for the script's process: every worker of its job runs :func:`install`."""
-    runtime_env = {"worker_process_setup_hook": f"{__name__}.install",
-                   "env_vars": {PROBE_DIR_VAR: str(probe_dir), TRAIN_SPLIT_VAR: str(train_split)}}
-    return {JOB_CONFIG_VAR: json.dumps({"runtime_env": runtime_env})}
+    return setup_hook_env(f"{__name__}.install", {PROBE_DIR_VAR: probe_dir, TRAIN_SPLIT_VAR: train_split})
 
 
 def records(probe_dir: str) -> list[dict]:

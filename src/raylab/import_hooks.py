@@ -1,4 +1,4 @@
-"""Run code right after a module is imported, in a process that may never import it.
+"""Hooks in a job's worker processes: run one in every process, act only where a module is imported.
 
 Ray runs a job's ``worker_process_setup_hook`` in every new worker process of the job, before it
 knows what the process will run. The course's hooks (``raylab.capstone_probe``,
@@ -7,7 +7,21 @@ importing PyTorch in every process of a job would cost about a second of CPU eac
 """
 from __future__ import annotations
 
+import json
 import sys
+
+# Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts, and
+# ray.init reads it (ray/_private/worker.py).
+JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def setup_hook_env(hook: str, env_vars: dict | None = None) -> dict:
+    """Environment for a driver process: Ray runs ``hook`` (``"module.function"``) in every new
+    worker process of the driver's job, with ``env_vars`` set there."""
+    runtime_env = {"worker_process_setup_hook": hook}
+    if env_vars:
+        runtime_env["env_vars"] = {k: str(v) for k, v in env_vars.items()}
+    return {JOB_CONFIG_VAR: json.dumps({"runtime_env": runtime_env})}
 
 
 def after_import(name: str, action) -> None:

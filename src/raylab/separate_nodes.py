@@ -13,19 +13,16 @@ size 1, node rank = world rank. Everything else (placement, the process group) i
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 
-from raylab.import_hooks import after_import
+from raylab.import_hooks import after_import, setup_hook_env
 
-# Ray's own variable for a job's config: `ray job submit` hands it to the driver it starts.
-JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
 
 
 def job_config_env() -> dict:
     """Environment for a driver process whose Train runs number their workers one per node."""
-    return {JOB_CONFIG_VAR: json.dumps({"runtime_env": {"worker_process_setup_hook": f"{__name__}.install"}})}
+    return setup_hook_env(f"{__name__}.install")
 
 
 def install() -> None:
