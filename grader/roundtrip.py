@@ -24,7 +24,8 @@ import nbformat
 
 from grader import autograde, course, gradebook, mutants, trim
 from grader.grading_templates import Templates
-from grader.roundtrip_rules import Graded, failed_in_visible_part, judge, visible_catch
+from grader.roundtrip_rules import (Graded, failed_in_visible_part, judge, visible_catch, visible_problems,
+                                    visible_record)
 
 
 @dataclass
@@ -201,6 +202,14 @@ def report(rt: RoundTrip) -> str:
     return "\n".join(lines)
 
 
+def validate_problems(rt: RoundTrip) -> list[str]:
+    """What Validate misses against grader/visible_catch.json (``roundtrip_rules.visible_problems``);
+    nothing for the quiz, which keeps its key hidden (Validate checks only an answer's form)."""
+    if rt.lab.endswith("_quiz"):
+        return []
+    return visible_problems(rt.visible, visible_record().get(rt.lab, {}))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("labs", nargs="*")
@@ -209,7 +218,10 @@ def main(argv=None) -> int:
     for lab in args.labs or course.labs():
         rt = run(lab)
         print(report(rt), flush=True)
-        bad += bool(rt.problems)
+        visible = validate_problems(rt)
+        for problem in visible:
+            print(f"  VISIBLE: {problem}")
+        bad += bool(rt.problems or visible)
     return 1 if bad else 0
 
 

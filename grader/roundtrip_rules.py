@@ -3,8 +3,10 @@ right in both directions (``grader.roundtrip`` grades, these judge). Unit-tested
 results in ``tests/grader/test_roundtrip_rules.py``."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
@@ -53,6 +55,40 @@ def visible_catch(graded: dict, exercises: dict) -> dict:
             seen[1] += 1
             seen[0] += any(g.failed_visibly.get(t) for t in exercises[answer].tests)
     return counts
+
+
+# What Validate catches, as last measured: grader/visible_catch.json holds, per lab and exercise,
+# [mutants whose first failure is a visible line, mutants]. The round trips check that no exercise
+# falls below it; tests/grader/test_visible_catch.py checks the record itself (every exercise,
+# the mutant files' counts, at least one visible catch each, 80 % of all mutants).
+VISIBLE_GOAL = 0.80
+VISIBLE_RECORD = Path(__file__).resolve().parent / "visible_catch.json"
+
+
+def visible_record() -> dict:
+    """lab -> answer grade_id -> [caught visibly, mutants], as recorded."""
+    return json.loads(VISIBLE_RECORD.read_text())
+
+
+def visible_problems(visible: dict, recorded: dict) -> list[str]:
+    """What a round trip's visible catch counts (:func:`visible_catch`) say against the record:
+    an exercise none of whose mutants Validate shows, an exercise whose mutant count differs from
+    the record, or one that Validate now catches fewer of."""
+    problems = []
+    for answer, (caught, total) in visible.items():
+        if not caught:
+            problems.append(f"{answer}: none of its {total} mutants fails a check Validate runs")
+        if answer not in recorded:
+            problems.append(f"{answer}: not in grader/visible_catch.json (record it: {caught}/{total})")
+            continue
+        was_caught, was_total = recorded[answer]
+        if total != was_total:
+            problems.append(f"{answer}: {total} mutants graded, {was_total} recorded in grader/visible_catch.json")
+        elif caught < was_caught:
+            problems.append(f"{answer}: Validate catches {caught} of {total} mutants, {was_caught} before")
+    problems += [f"{answer}: recorded in grader/visible_catch.json but no mutant of it was graded"
+                 for answer in recorded if answer not in visible]
+    return problems
 
 
 def solution_problems(graded: dict) -> list[str]:

@@ -6,10 +6,11 @@ For each lab, one `nbgrader autograde` run (in a loopback-only network namespace
 - the untouched learner copy: 0;
 - one submission per mutant round: every mutated exercise loses points through a failed check,
   every right answer keeps its points;
-and afterwards no Ray process started by that run is left. Submissions are graded two at a time,
-each by its own `nbgrader autograde`; heavy demo cells that no test reads are left out of every
-submission but the solution (grader/trim.py), and every exercise must keep full marks graded that
-way, as a right answer or in the solution's form.
+and afterwards no Ray process started by that run is left; and Validate (the visible tests)
+shows at least one mutant of every exercise, and as many as grader/visible_catch.json records.
+Submissions are graded two at a time, each by its own `nbgrader autograde`; heavy demo cells that
+no test reads are left out of every submission but the solution (grader/trim.py), and every
+exercise must keep full marks graded that way, as a right answer or in the solution's form.
 Details: grader/roundtrip.py.
 """
 import pytest
@@ -30,3 +31,7 @@ def test_autograder_is_right_in_both_directions(lab, round_trips):
     assert sum(s for s, _ in solution.values()) == sum(m for _, m in solution.values()) > 0
     assert sum(s or 0 for s, _ in rt.graded["untouched"].scores.values()) == 0
     assert not rt.leftover_ray
+    # Validate (the visible tests) shows at least one mutant of every exercise, and no fewer
+    # than grader/visible_catch.json records
+    visible = roundtrip.validate_problems(rt)
+    assert not visible, "\n".join(visible)

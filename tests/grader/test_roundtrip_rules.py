@@ -134,3 +134,15 @@ def test_a_right_answer_that_differs_must_keep_every_point():
     assert problems == ["right answer a_answer/other_file_name: a_tests scored 0/3 (CheckFailed: state.pt missing)"]
     # a right answer is no mutant: it never counts towards the visible catch rate
     assert rules.visible_catch({"mutants3": lost}, exercises) == {}
+
+
+def test_visible_problems_name_an_exercise_validate_misses_or_catches_less_of():
+    record = {"a_answer": [2, 3], "b_answer": [1, 2]}
+    assert rules.visible_problems({"a_answer": [2, 3], "b_answer": [2, 2]}, record) == []  # better is fine
+    found = rules.visible_problems({"a_answer": [1, 3], "b_answer": [0, 2]}, record)
+    assert [p.split(":")[0] for p in found] == ["a_answer", "b_answer", "b_answer"]
+    assert "none of its 2 mutants" in found[1]
+    # a mutant added or removed must be recorded; an exercise missing from either side is named
+    assert "3 mutants graded, 2 recorded" in rules.visible_problems({"b_answer": [1, 3]}, {"b_answer": [1, 2]})[0]
+    assert "not in grader/visible_catch.json" in rules.visible_problems({"c_answer": [1, 1]}, {})[0]
+    assert "no mutant of it was graded" in rules.visible_problems({}, {"c_answer": [1, 1]})[0]
