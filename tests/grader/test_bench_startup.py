@@ -1,6 +1,8 @@
 """``make bench-startup`` helpers: a run's phases from the Train controller's log (fast, no Ray)."""
 import json
 
+import pytest
+
 from grader import bench_startup, train_logs
 
 
@@ -36,9 +38,43 @@ def test_a_missing_record_merges_its_phase_into_the_next():
     assert round(sum(v for k, v in got.items() if k != "total"), 6) == got["total"] == 5.5
 
 
-def test_report_states_the_ratio_to_the_floor():
+def test_report_states_each_configurations_processes_and_ratio_to_its_floor():
     rows = [{name: 1.0 for name in bench_startup.PHASES} | {"total": t} for t in (12.0, 10.0, 11.0)]
-    report = bench_startup.format_report([{"config": "course", "cluster_s": 3.0, "phases": rows}], 5.0, 2)
-    assert "| total | 10.50 |" in report           # median of the warm runs (the first is cold)
-    assert "| first run (total) | 12.00 |" in report
-    assert "course: 10.50 s = 2.10x the floor" in report
+    report = bench_startup.format_report([
+        {"config": "plain", "cluster_s": 3.0, "phases": rows, "floor_s": 7.0,
+         "processes": bench_startup.run_processes(2) + ["PreemptionWatcher"]},
+        {"config": "course", "cluster_s": 3.0, "phases": rows, "floor_s": 5.0,
+         "processes": bench_startup.run_processes(2)}])
+    assert "Empty 2-worker fit()" in report
+    assert "| total | 10.50 | 10.50 |" in report   # median of the warm runs (the first is cold)
+    assert "| first run (total) | 12.00 | 12.00 |" in report
+    assert "course: each run started 6 processes" in report and "2 x RayTrainWorker" in report
+    assert "plain: each run started 7 processes" in report and "PreemptionWatcher" in report
+    assert "10.50 s = 2.10x its floor" in report and "10.50 s = 1.50x its floor" in report
+
+
+def _worker_log(folder, pid, actor):
+    logs = folder / "session_x" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    text = f":job_id:01000000\n:actor_name:{actor}\nsomething the actor printed\n" if actor else ":job_id:01000000\n"
+    (logs / f"worker-abc-01000000-{pid}.out").write_text(text)
+
+
+def test_the_processes_of_a_run_come_from_the_worker_logs(tmp_path):
+    # three runs of a 2-worker fit, the cluster-wide coordinator started once, two idle workers
+    pid = iter(range(100, 200))
+    for _ in range(3):
+        for actor in bench_startup.run_processes(2):
+            _worker_log(tmp_path, next(pid), actor)
+    _worker_log(tmp_path, next(pid), "_AutoscalingCoordinatorActor")
+    _worker_log(tmp_path, next(pid), None)
+    _worker_log(tmp_path, next(pid), None)
+    started = bench_startup.started_actors(tmp_path)
+    assert started["RayTrainWorker"] == 6 and started["TrainController"] == 3
+    assert bench_startup.per_run(started, 3) == sorted(bench_startup.run_processes(2))
+
+
+def test_every_process_of_a_run_has_floor_imports_and_an_unknown_one_is_an_error():
+    assert set(bench_startup.run_processes(4)) <= set(bench_startup.ACTOR_IMPORTS)
+    with pytest.raises(ValueError, match="SomeNewActor"):
+        bench_startup.floor_seconds(["TrainController", "SomeNewActor"], repeats=1)
