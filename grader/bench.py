@@ -23,8 +23,8 @@ How the start-up share is measured (also printed under the table):
 * **Process floor** (printed before and after the labs): the wall time to start, all at once, the
   six processes of a 2-worker Train run on the course's cluster (controller, placement-group
   cleaner, synchronization actor, dataset manager, two workers) as bare Python processes importing
-  what they import (``grader.bench_startup.floor_seconds``). The machine's speed on the day: compare figures only
-  between runs with about the same floor.
+  what they import (``grader.bench_startup.floor_seconds``). The machine's speed on the day:
+  compare figures only between runs with about the same floor.
 * **Peak memory** is the largest sum of RSS over those processes. Shared pages (the object store
   in /dev/shm, the torch libraries) count once per process, so it is an upper bound.
 """
