@@ -178,6 +178,38 @@ def test_learner_header_states_learner_time_and_machine_time(lab):
     assert float(found.group(1)) > 0 and float(found.group(2)) > 0
 
 
+def measured_learner_seconds(guide: str) -> dict[str, float]:
+    """The learner-run column of docs/workshop.md's per-lab table (what `make bench` measured)."""
+    row = re.compile(r"^\| `(\d\d_[a-z0-9_]+)` \| (\d+(?:\.\d+)?) \|", re.MULTILINE)
+    return {lab: float(seconds) for lab, seconds in row.findall(guide)}
+
+
+def header_matches_measurement(stated_s: float, measured_s: float) -> bool:
+    """A header's "about N s" is honest when it is within 20 % (at least 3 s) of the measurement."""
+    return abs(stated_s - measured_s) <= max(3.0, 0.2 * measured_s)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_header_machine_time_agrees_with_the_measured_learner_run(lab):
+    """The machine time a learner is promised is the one `make bench` measured (docs/workshop.md);
+    refill the table and the headers together."""
+    measured = measured_learner_seconds((course.ROOT / "docs" / "workshop.md").read_text())
+    assert lab in measured, f"docs/workshop.md's per-lab table has no row for {lab}"
+    found = TIME_LINE.search(_learner_markdown(lab)[0].source)
+    assert found and found.group(0).endswith(" s on 2 CPU cores."), f"{lab}: state the machine time in seconds"
+    stated = float(found.group(2))
+    assert header_matches_measurement(stated, measured[lab]), \
+        f"{lab}: the header says about {stated:g} s, make bench measured {measured[lab]:g} s"
+
+
+def test_machine_time_check_can_fail():
+    table = ("| lab | learner run (s) | grading run (s) |\n|---|---:|---:|\n"
+             "| `07_train_tune_integration` | 46.3 | 30.8 |\n| `10_quiz` | 1.3 | 1.6 |\n")
+    assert measured_learner_seconds(table) == {"07_train_tune_integration": 46.3, "10_quiz": 1.3}
+    assert not header_matches_measurement(35, 46.3) and header_matches_measurement(45, 46.3)
+    assert header_matches_measurement(2, 1.3) and not header_matches_measurement(10, 1.3)
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_learner_prose_has_no_claim_ids_or_authoring_words(lab):
     """Traceability (claim ids, the source it came from) lives in cell tags and grader/claims.yaml,
