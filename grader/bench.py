@@ -25,6 +25,12 @@ How the start-up share is measured (also printed under the table):
   cleaner, synchronization actor, dataset manager, two workers) as bare Python processes importing
   what they import (``grader.bench_startup.floor_seconds``). The machine's speed on the day:
   compare figures only between runs with about the same floor.
+* **Where the seconds go** (a second table): each code cell's seconds and the Train runs it
+  started (a run belongs to the cell running when its controller wrote its first record), summed
+  by kind of cell: ``setup`` (starts the cluster), ``exercise`` (an answer cell or a test cell that
+  a learner's Validate runs), ``demo`` (every other code cell); the rest of the wall time is the
+  kernel's own start and stop. Under it, the course in **process floors** (total seconds over the
+  mean floor): the figure that compares across days on a shared host.
 * **Peak memory** is the largest sum of RSS over those processes. Shared pages (the object store
   in /dev/shm, the torch libraries) count once per process, so it is an upper bound.
 """
@@ -74,6 +80,8 @@ class LabBench:
     train_runs: int = 0
     startup_s: float = 0.0       # union of the Ray and Train start-up intervals
     slowest_cells: list = field(default_factory=list)
+    # seconds and Train runs per kind of cell (time_by_kind): what a shorter lab would have to cut
+    by_kind: dict = field(default_factory=dict)
 
     @property
     def startup_share(self) -> float:
@@ -146,6 +154,30 @@ def cell_intervals(nb) -> list[tuple[int, float, float, str]]:
     return rows
 
 
+def cell_kind(cell) -> str:
+    """``setup`` (starts the cluster), ``exercise`` (the learner's answer or its tests) or ``demo``
+    (every other code cell: the course's own demonstrations)."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    if meta.get("solution") or meta.get("grade"):
+        return "exercise"
+    return "setup" if CLUSTER_START.search(cell.source) else "demo"
+
+
+KINDS = ("setup", "exercise", "demo")
+
+
+def time_by_kind(nb, cells, runs) -> dict:
+    """Per kind of cell: the seconds its cells ran and the Train runs they started (a run belongs
+    to the cell running when its controller wrote its first record)."""
+    out = {kind: {"seconds": 0.0, "train_runs": 0} for kind in KINDS}
+    for index, start, end, _ in cells:
+        kind = cell_kind(nb.cells[index])
+        out[kind]["seconds"] += end - start
+        out[kind]["train_runs"] += sum(start <= first <= end for first, _ in runs)
+    return {kind: {"seconds": round(v["seconds"], 1), "train_runs": v["train_runs"]}
+            for kind, v in out.items()}
+
+
 def merged_length(intervals: list[tuple[float, float]]) -> float:
     """Total length covered by the intervals (overlaps counted once)."""
     total, current = 0.0, None
@@ -203,7 +235,8 @@ def bench_lab(lab: str, *, grading: bool = False, timeout: int = 600) -> LabBenc
         lab=lab, status=status, seconds=round(seconds, 1), peak_rss_mib=round(peak, 0),
         ray_start_s=round(merged_length(ray_iv), 1), train_start_s=round(merged_length(train_iv), 1),
         train_runs=len(runs), startup_s=round(merged_length(ray_iv + train_iv), 1),
-        slowest_cells=[{"cell": index, "seconds": round(s, 1)} for s, index in slowest])
+        slowest_cells=[{"cell": index, "seconds": round(s, 1)} for s, index in slowest],
+        by_kind=time_by_kind(nb, cells, runs))
     shutil.rmtree(ray_tmp, ignore_errors=True)
     shutil.rmtree(workdir, ignore_errors=True)
     return result
@@ -226,6 +259,31 @@ def format_table(rows: list[LabBench]) -> str:
                      f"{seconds:.1f} | {max(r.peak_rss_mib for r in rows):.0f} (max) | "
                      f"{sum(r.ray_start_s for r in rows):.1f} | {sum(r.train_start_s for r in rows):.1f} | "
                      f"{sum(r.train_runs for r in rows)} | {share:.0%} |")
+    return "\n".join(lines)
+
+
+def format_kinds(rows: list[LabBench]) -> str:
+    """Where each lab's seconds go: the cluster's start, the learner's exercises (answers and the
+    visible tests that run them), the course's demonstrations; the rest is the kernel's own start
+    and stop. Train runs in parentheses."""
+    lines = ["| lab | setup (s) | exercises (s, Train runs) | demos (s, Train runs) | kernel and rest (s) |",
+             "|---|---:|---:|---:|---:|"]
+    totals = {kind: [0.0, 0] for kind in KINDS}
+    rest_total = 0.0
+    for r in rows:
+        kinds = {kind: r.by_kind.get(kind, {"seconds": 0.0, "train_runs": 0}) for kind in KINDS}
+        rest = r.seconds - sum(k["seconds"] for k in kinds.values())
+        rest_total += rest
+        for kind, k in kinds.items():
+            totals[kind][0] += k["seconds"]
+            totals[kind][1] += k["train_runs"]
+        lines.append(f"| {r.lab} | {kinds['setup']['seconds']:.1f} | {kinds['exercise']['seconds']:.1f} "
+                     f"({kinds['exercise']['train_runs']}) | {kinds['demo']['seconds']:.1f} "
+                     f"({kinds['demo']['train_runs']}) | {rest:.1f} |")
+    if rows:
+        lines.append(f"| **total** | {totals['setup'][0]:.1f} | {totals['exercise'][0]:.1f} "
+                     f"({totals['exercise'][1]}) | {totals['demo'][0]:.1f} ({totals['demo'][1]}) | "
+                     f"{rest_total:.1f} |")
     return "\n".join(lines)
 
 
@@ -272,6 +330,14 @@ def main(argv=None) -> int:
     print(f"Process floor after the labs: {info['process_floor_s'][1]:.2f} s")
     print()
     print(format_table(rows))
+    print()
+    print(format_kinds(rows))
+    floors = info["process_floor_s"]
+    total = sum(r.seconds for r in rows)
+    # a figure that compares across days: the course in units of the machine's floor that day
+    info["course_in_floors"] = round(total / (sum(floors) / len(floors)), 1)
+    print(f"\nThe labs took {total:.1f} s = {info['course_in_floors']} process floors "
+          f"(mean floor {sum(floors) / len(floors):.2f} s).")
     print()
     print(METHOD)
     out = args.json or SCRATCH / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"

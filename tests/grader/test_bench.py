@@ -57,6 +57,37 @@ def test_startup_intervals_from_cells_and_train_logs(tmp_path):
     assert bench.merged_length(train_iv) == (25 - 10) + (36 - 30)
 
 
+def test_time_by_kind_splits_seconds_and_runs_between_setup_exercises_and_demos():
+    nb = nbformat.v4.new_notebook()
+    cells = [("lab = raylab.setup('x')", {}, 0, 8),
+             ("def answer(): ...", {"solution": True, "grade": False}, 9, 9.5),
+             ("check(answer())  # runs the learner's fit()", {"grade": True, "solution": False}, 10, 30),
+             ("demo_trainer.fit()", {}, 31, 51),
+             ("print('done')", {}, 52, 52.5)]
+    t0 = bench._ts("2026-01-01T00:00:00Z")
+    for source, meta, start, end in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = meta
+        cell.metadata["execution"] = {"iopub.execute_input": dt_iso(t0 + start),
+                                      "shell.execute_reply": dt_iso(t0 + end)}
+        nb.cells.append(cell)
+    runs = [(t0 + 12, t0 + 20), (t0 + 22, None), (t0 + 33, t0 + 40)]  # a run that never came up counts
+    kinds = bench.time_by_kind(nb, bench.cell_intervals(nb), runs)
+    assert kinds == {"setup": {"seconds": 8.0, "train_runs": 0},
+                     "exercise": {"seconds": 20.5, "train_runs": 2},
+                     "demo": {"seconds": 20.5, "train_runs": 1}}
+    row = _row("01_train", 55.0, 20.0)
+    row.by_kind = kinds
+    table = bench.format_kinds([row]).splitlines()
+    assert table[2] == "| 01_train | 8.0 | 20.5 (2) | 20.5 (1) | 6.0 |"
+    assert table[-1] == "| **total** | 8.0 | 20.5 (2) | 20.5 (1) | 6.0 |"
+
+
+def dt_iso(epoch: float) -> str:
+    import datetime as dt
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 @pytest.mark.slow
 def test_learner_mode_runs_a_notebook_without_its_hidden_tests(tmp_path):
     """A learner's finished copy has no hidden tests, so learner-mode timings leave them out; a
