@@ -56,7 +56,7 @@ stability: $(STAMP)  ## does every answer get the same grade every time? make st
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
 	PYTHONPATH=. $(BIN)/python -m grader.run_solutions
 
-bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory of Ray processes, Ray start-up share
+bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory, start-up share, seconds by kind of cell, the course in process floors
 	PYTHONPATH=. $(BIN)/python -m grader.bench
 
 grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port] [FULL=1: also demo cells no test reads]
