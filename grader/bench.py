@@ -154,6 +154,12 @@ def cell_intervals(nb) -> list[tuple[int, float, float, str]]:
     return rows
 
 
+def cell_of(cells, moment: float) -> int | None:
+    """The index of the cell that was running at ``moment`` (a Train run belongs to the cell
+    running when its controller wrote its first record), or None."""
+    return next((index for index, start, end, _ in cells if start <= moment <= end), None)
+
+
 def cell_kind(cell) -> str:
     """``setup`` (starts the cluster), ``exercise`` (the learner's answer or its tests) or ``demo``
     (every other code cell: the course's own demonstrations)."""
@@ -170,10 +176,11 @@ def time_by_kind(nb, cells, runs) -> dict:
     """Per kind of cell: the seconds its cells ran and the Train runs they started (a run belongs
     to the cell running when its controller wrote its first record)."""
     out = {kind: {"seconds": 0.0, "train_runs": 0} for kind in KINDS}
+    run_cells = [cell_of(cells, first) for first, _ in runs]
     for index, start, end, _ in cells:
         kind = cell_kind(nb.cells[index])
         out[kind]["seconds"] += end - start
-        out[kind]["train_runs"] += sum(start <= first <= end for first, _ in runs)
+        out[kind]["train_runs"] += run_cells.count(index)
     return {kind: {"seconds": round(v["seconds"], 1), "train_runs": v["train_runs"]}
             for kind, v in out.items()}
 
@@ -198,16 +205,15 @@ def startup_intervals(cells, runs) -> tuple[list, list]:
     ray_iv = [(start, end) for _, start, end, src in cells if CLUSTER_START.search(src)]
     train_iv = []
     seen_cells: set[int] = set()
+    starts = {index: start for index, start, _, _ in cells}
     for first, up in runs:
         if up is None:  # the workers never came up (a demo of a failure): not start-up time
             continue
         anchor = first
-        for index, start, end, _ in cells:
-            if start <= first <= end:
-                if index not in seen_cells:
-                    anchor = start
-                    seen_cells.add(index)
-                break
+        index = cell_of(cells, first)
+        if index is not None and index not in seen_cells:
+            anchor = starts[index]
+            seen_cells.add(index)
         train_iv.append((anchor, up))
     return ray_iv, train_iv
 
@@ -332,12 +338,12 @@ def main(argv=None) -> int:
     print(format_table(rows))
     print()
     print(format_kinds(rows))
-    floors = info["process_floor_s"]
+    mean_floor = sum(info["process_floor_s"]) / len(info["process_floor_s"])
     total = sum(r.seconds for r in rows)
     # a figure that compares across days: the course in units of the machine's floor that day
-    info["course_in_floors"] = round(total / (sum(floors) / len(floors)), 1)
+    info["course_in_floors"] = round(total / mean_floor, 1)
     print(f"\nThe labs took {total:.1f} s = {info['course_in_floors']} process floors "
-          f"(mean floor {sum(floors) / len(floors):.2f} s).")
+          f"(mean floor {mean_floor:.2f} s).")
     print()
     print(METHOD)
     out = args.json or SCRATCH / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
