@@ -35,7 +35,7 @@ lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAY
 	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
-test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, work split as tests/conftest.py says
+test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, two mutants per exercise (RAYLAB_PROOF=full: all)
 	$(BIN)/python -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
@@ -47,7 +47,7 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
 	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
 
-prove: $(STAMP)  ## prove one lab's grader both ways: make prove LAB=03_checkpoints_and_report
+prove: $(STAMP)  ## prove a lab's grader both ways with every mutant: make prove LAB=03_checkpoints_and_report (no LAB: every lab)
 	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
 
 stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]

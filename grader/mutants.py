@@ -30,6 +30,10 @@ right answers, so one autograde run checks one variant of every exercise; an exe
 variants is not graded in that round (the round trip leaves its cells out). That is sound because
 exercises are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell
 uses a name defined by another exercise's answer cell.
+
+A round trip may grade only each exercise's first mutants (``mutants_per_exercise``: the test
+suite's proof, sized to fit CI; see ``grader/roundtrip.py``); the right answers are always graded.
+List the most common mistake of an exercise first.
 """
 from __future__ import annotations
 
@@ -118,13 +122,24 @@ def submission(lab: str, answers: dict[str, str] | None,
     return nb
 
 
-def rounds(lab: str) -> list[dict[str, Mutant]]:
-    """Round k: ``{answer_grade_id: its k-th variant}`` (mutants first, then right answers) over
-    every exercise that has one."""
-    exercises = load(lab)
-    depth = max((len(e.variants) for e in exercises.values()), default=0)
-    return [{a: e.variants[k] for a, e in exercises.items() if k < len(e.variants)}
-            for k in range(depth)]
+def graded_variants(exercise: Exercise, mutants_per_exercise: int | None = None) -> list[Mutant]:
+    """The variants of an exercise a round trip grades: its first ``mutants_per_exercise``
+    mutants (all when None) and every right answer."""
+    return exercise.mutants[:mutants_per_exercise] + exercise.right
+
+
+def rounds(lab: str, mutants_per_exercise: int | None = None) -> list[dict[str, Mutant]]:
+    """Round k: ``{answer_grade_id: its k-th graded variant}`` (mutants first, then right answers)
+    over every exercise that has one (:func:`graded_variants`)."""
+    variants = {a: graded_variants(e, mutants_per_exercise) for a, e in load(lab).items()}
+    depth = max((len(v) for v in variants.values()), default=0)
+    return [{a: v[k] for a, v in variants.items() if k < len(v)} for k in range(depth)]
+
+
+def not_graded(lab: str, mutants_per_exercise: int | None = None) -> dict[str, list[str]]:
+    """answer grade_id -> the names of its mutants :func:`rounds` leaves out at that depth."""
+    return {a: [m.name for m in e.mutants[mutants_per_exercise:]] for a, e in load(lab).items()
+            if mutants_per_exercise is not None and e.mutants[mutants_per_exercise:]}
 
 
 def round_answers(lab: str, mutants: dict[str, Mutant]) -> dict[str, str]:

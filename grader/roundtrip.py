@@ -37,6 +37,7 @@ class RoundTrip:
     problems: list
     skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
     visible: dict = field(default_factory=dict)  # answer grade_id -> [caught visibly, mutants]
+    not_graded: dict = field(default_factory=dict)  # answer grade_id -> mutants this depth left out
 
 
 def _first_errors(nb) -> dict:
@@ -54,12 +55,22 @@ def _workers() -> int:
     return max(1, int(os.environ.get("RAYLAB_ROUNDTRIP_WORKERS", "2")))
 
 
-def _submissions(lab: str) -> dict:
+# The test suite's depth (tests/conftest.py): every exercise's first two mutants and every right
+# answer, which fits the suite in CI's 90 minutes on 2 cores; `make prove` grades every mutant.
+SUITE_MUTANTS_PER_EXERCISE = 2
+
+
+def suite_depth() -> int | None:
+    """Mutants per exercise the test suite grades: RAYLAB_PROOF=full grades them all."""
+    return None if os.environ.get("RAYLAB_PROOF", "").lower() == "full" else SUITE_MUTANTS_PER_EXERCISE
+
+
+def _submissions(lab: str, mutants_per_exercise: int | None = None) -> dict:
     """student -> (answer sources or None, {answer: its mutant or right answer in this round})."""
     submissions = {"solution": (mutants.answer_sources(lab), {}),
                    "solution_trimmed": (mutants.answer_sources(lab), {}),
                    "untouched": (None, {})}
-    for k, rnd in enumerate(mutants.rounds(lab)):
+    for k, rnd in enumerate(mutants.rounds(lab, mutants_per_exercise)):
         submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), rnd)
     return submissions
 
@@ -118,10 +129,13 @@ def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_
     return graded, leftover, problems
 
 
-def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -> RoundTrip:
+def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
+        mutants_per_exercise: int | None = None) -> RoundTrip:
     """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` with the
     class grader's templates (``grader.grading_templates``), ``workers`` at a time; every score is
     also merged into ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
+    ``mutants_per_exercise``: grade only each exercise's first mutants (None: every one); the
+    right answers are always graded.
 
     Every submission is built from the released learner copy, as a learner's is. The solution is
     graded with every cell (so every demo is proven to run). The untouched copy, the mutants and
@@ -140,7 +154,7 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     except SystemExit as exc:
         return RoundTrip(lab, 0.0, {}, [], [str(exc)])
     release = grading_dir / "release" / lab / f"{lab}.ipynb"
-    submissions = _submissions(lab)
+    submissions = _submissions(lab, mutants_per_exercise)
     exercises = mutants.load(lab)
     built = {student: mutants.submission(lab, answers, release=release)
              for student, (answers, _) in submissions.items()}
@@ -173,7 +187,7 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None) -
     graded, leftover, problems = _collect(lab, results, submissions, grading_dir, not_run, solved)
     problems += judge(graded, exercises, skipped)
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
-                     visible_catch(graded, exercises))
+                     visible_catch(graded, exercises), mutants.not_graded(lab, mutants_per_exercise))
 
 
 def report(rt: RoundTrip) -> str:
@@ -198,6 +212,9 @@ def report(rt: RoundTrip) -> str:
                      + (" (a quiz keeps its key hidden: Validate checks only an answer's form)"
                         if rt.lab.endswith("_quiz") else ""))
         lines += [f"      {answer:<34} {c}/{t}" for answer, (c, t) in rt.visible.items()]
+    if rt.not_graded:
+        left = sum(len(names) for names in rt.not_graded.values())
+        lines.append(f"  mutants not graded at this depth: {left} (make prove grades every one)")
     lines += [f"  PROBLEM: {p}" for p in rt.problems] or ["  OK: autograder right in both directions"]
     return "\n".join(lines)
 
@@ -207,16 +224,19 @@ def validate_problems(rt: RoundTrip) -> list[str]:
     nothing for the quiz, which keeps its key hidden (Validate checks only an answer's form)."""
     if rt.lab.endswith("_quiz"):
         return []
-    return visible_problems(rt.visible, visible_record().get(rt.lab, {}))
+    ungraded = {answer: len(names) for answer, names in rt.not_graded.items()}
+    return visible_problems(rt.visible, visible_record().get(rt.lab, {}), ungraded)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("labs", nargs="*")
+    parser.add_argument("--mutants", type=int, default=None, metavar="N",
+                        help="grade only each exercise's first N mutants (default: every one)")
     args = parser.parse_args(argv)
     bad = 0
     for lab in args.labs or course.labs():
-        rt = run(lab)
+        rt = run(lab, mutants_per_exercise=args.mutants)
         print(report(rt), flush=True)
         visible = validate_problems(rt)
         for problem in visible:

@@ -70,22 +70,29 @@ def visible_record() -> dict:
     return json.loads(VISIBLE_RECORD.read_text())
 
 
-def visible_problems(visible: dict, recorded: dict) -> list[str]:
+def visible_problems(visible: dict, recorded: dict, not_graded: dict | None = None) -> list[str]:
     """What a round trip's visible catch counts (:func:`visible_catch`) say against the record:
     an exercise none of whose mutants Validate shows, an exercise whose mutant count differs from
-    the record, or one that Validate now catches fewer of."""
+    the record, or one that Validate now catches fewer of. ``not_graded``: answer -> mutants the
+    round trip left out (a shallower depth); each may have been one of the recorded catches, so
+    the graded ones must still hold the rest, and an exercise may show none only if every
+    recorded catch could be among those left out."""
     problems = []
+    not_graded = not_graded or {}
     for answer, (caught, total) in visible.items():
-        if not caught:
+        left_out = not_graded.get(answer, 0)
+        if not caught and not left_out:
             problems.append(f"{answer}: none of its {total} mutants fails a check Validate runs")
         if answer not in recorded:
             problems.append(f"{answer}: not in grader/visible_catch.json (record it: {caught}/{total})")
             continue
         was_caught, was_total = recorded[answer]
-        if total != was_total:
-            problems.append(f"{answer}: {total} mutants graded, {was_total} recorded in grader/visible_catch.json")
-        elif caught < was_caught:
-            problems.append(f"{answer}: Validate catches {caught} of {total} mutants, {was_caught} before")
+        if total + left_out != was_total:
+            problems.append(f"{answer}: {total} mutants graded" + (f" and {left_out} left out" if left_out else "")
+                            + f", {was_total} recorded in grader/visible_catch.json")
+        elif caught < was_caught - left_out:
+            problems.append(f"{answer}: Validate catches {caught} of {total} mutants, {was_caught} before"
+                            + (f" ({left_out} more recorded, not graded at this depth)" if left_out else ""))
     problems += [f"{answer}: recorded in grader/visible_catch.json but no mutant of it was graded"
                  for answer in recorded if answer not in visible]
     return problems

@@ -21,15 +21,16 @@ if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_SANDBOX_UID_BASE", str(610000 + 4096 * (1 + int(XDIST_WORKER[2:] or 0))))
 
 # Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores, 5 Dec
-# 2026 06:33, 52.5 min in all; a group not named here weighs 1): a module's tests stay together
+# 2026 06:33; the round trips' scaled by the variants they grade since the suite grades two
+# mutants per exercise; a group not named here weighs 1): a module's tests stay together
 # (their module-scoped clusters and hubs start once), each round trip is a group of its own, lab
 # 00's goes with the class grader's tests (which compare their grades with it), and the two modules
 # that start a workshop hub never run at once (each closes and later restores the clone's
 # permissions).
-GROUP_WEIGHTS = {"roundtrip-09": 911, "tests/grader/test_classgrade.py": 693, "roundtrip-01": 567,
-                 "roundtrip-04": 496, "roundtrip-03": 429, "roundtrip-02": 393, "roundtrip-06": 386,
-                 "roundtrip-05": 347, "roundtrip-07": 295, "tests/grader/test_grading_attacks.py": 239,
-                 "roundtrip-08": 196, "tests/claims/test_claims_fixes_02_06_07.py": 137,
+GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 590, "roundtrip-09": 531, "roundtrip-01": 318,
+                 "roundtrip-04": 306, "roundtrip-03": 280, "tests/grader/test_grading_attacks.py": 239,
+                 "roundtrip-05": 227, "roundtrip-06": 203, "roundtrip-02": 196, "roundtrip-07": 172,
+                 "tests/claims/test_claims_fixes_02_06_07.py": 137, "roundtrip-08": 119,
                  "workshop-hub": 96, "tests/helpers/test_ray_auth.py": 94,
                  "tests/claims/test_claims_fixes_03_05_08.py": 82, "tests/labs/test_browser.py": 75,
                  "tests/claims/test_claims_tune.py": 74, "tests/labs/test_quiz.py": 71,
@@ -139,14 +140,17 @@ def train_cluster():
 @pytest.fixture(scope="session")
 def round_trips(tmp_path_factory):
     """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run), run once per test session
-    and shared by the tests that read it (the round-trip test, the class-grader comparison)."""
+    and shared by the tests that read it (the round-trip test, the class-grader comparison). It
+    grades every right answer and each exercise's first two mutants (RAYLAB_PROOF=full: every
+    mutant, as ``make prove`` does): ``grader.roundtrip.suite_depth``."""
     from grader import roundtrip
 
     done = {}
 
     def get(lab):
         if lab not in done:
-            done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"))
+            done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"),
+                                      mutants_per_exercise=roundtrip.suite_depth())
         return done[lab]
 
     return get

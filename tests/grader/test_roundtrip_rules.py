@@ -1,5 +1,7 @@
 """The round trip's rules, on fabricated results: which failures Validate would also show."""
-from grader import roundtrip, roundtrip_rules as rules
+import pytest
+
+from grader import course, roundtrip, roundtrip_rules as rules
 
 SOURCE = "check(a)\ncheck(b)\n### BEGIN HIDDEN TESTS\ncheck(c)\n### END HIDDEN TESTS"
 
@@ -146,3 +148,35 @@ def test_visible_problems_name_an_exercise_validate_misses_or_catches_less_of():
     assert "3 mutants graded, 2 recorded" in rules.visible_problems({"b_answer": [1, 3]}, {"b_answer": [1, 2]})[0]
     assert "not in grader/visible_catch.json" in rules.visible_problems({"c_answer": [1, 1]}, {})[0]
     assert "no mutant of it was graded" in rules.visible_problems({}, {"c_answer": [1, 1]})[0]
+
+
+def test_visible_problems_at_a_shallower_depth_allow_only_what_the_left_out_mutants_could_hold():
+    record = {"a_answer": [3, 5]}
+    # two of five graded, three left out: the graded two must hold at least 3 - 3 = 0 catches
+    assert rules.visible_problems({"a_answer": [0, 2]}, record, {"a_answer": 3}) == []
+    # four graded, one left out: at least 2 of the 4 must be caught
+    assert rules.visible_problems({"a_answer": [2, 4]}, record, {"a_answer": 1}) == []
+    found = rules.visible_problems({"a_answer": [1, 4]}, record, {"a_answer": 1})
+    assert len(found) == 1 and "1 more recorded, not graded" in found[0]
+    # graded + left out must still add up to the record
+    assert "2 mutants graded and 2 left out, 5 recorded" in rules.visible_problems(
+        {"a_answer": [2, 2]}, record, {"a_answer": 2})[0]
+    # nothing left out and nothing caught: named as before
+    assert "none of its 5 mutants" in rules.visible_problems({"a_answer": [0, 5]}, record, {})[0]
+
+
+
+@pytest.mark.parametrize("lab", course.labs())
+def test_a_shallower_depth_grades_every_right_answer_and_leaves_out_only_later_mutants(lab):
+    from grader import mutants
+
+    for depth in (1, 2):
+        graded = [(a, m.name, m.right) for rnd in mutants.rounds(lab, depth) for a, m in rnd.items()]
+        left_out = mutants.not_graded(lab, depth)
+        for answer, exercise in mutants.load(lab).items():
+            names = [name for a, name, _ in graded if a == answer]
+            assert names == [m.name for m in exercise.mutants[:depth] + exercise.right]
+            assert left_out.get(answer, []) == [m.name for m in exercise.mutants[depth:]]
+    every = [(a, m.name) for rnd in mutants.rounds(lab) for a, m in rnd.items()]
+    assert sorted(every) == sorted((a, m.name) for a, e in mutants.load(lab).items() for m in e.variants)
+    assert mutants.not_graded(lab) == {}
