@@ -35,7 +35,7 @@ lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAY
 	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
-test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, two mutants per exercise (RAYLAB_PROOF=full: all)
+test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, one mutant per exercise (RAYLAB_PROOF=full: all)
 	$(BIN)/python -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs

@@ -31,7 +31,7 @@ variants is not graded in that round (the round trip leaves its cells out). That
 exercises are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell
 uses a name defined by another exercise's answer cell.
 
-A round trip may grade only each exercise's first mutants (``mutants_per_exercise``: the test
+A round trip may grade only each exercise's first mutant(s) (``mutants_per_exercise``: the test
 suite's proof, sized to fit CI; see ``grader/roundtrip.py``); the right answers are always graded.
 List the most common mistake of an exercise first.
 """

@@ -20,23 +20,26 @@ if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_ROUNDTRIP_WORKERS", "1")
     os.environ.setdefault("RAYLAB_SANDBOX_UID_BASE", str(610000 + 4096 * (1 + int(XDIST_WORKER[2:] or 0))))
 
-# Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores, 5 Dec
-# 2026 06:33; the round trips' scaled by the variants they grade since the suite grades two
-# mutants per exercise; a group not named here weighs 1): a module's tests stay together
-# (their module-scoped clusters and hubs start once), each round trip is a group of its own, lab
-# 00's goes with the class grader's tests (which compare their grades with it), and the two modules
-# that start a workshop hub never run at once (each closes and later restores the clone's
-# permissions).
-GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 590, "roundtrip-09": 531, "roundtrip-01": 318,
-                 "roundtrip-04": 306, "roundtrip-03": 280, "tests/grader/test_grading_attacks.py": 239,
-                 "roundtrip-05": 227, "roundtrip-06": 203, "roundtrip-02": 196, "roundtrip-07": 172,
-                 "tests/claims/test_claims_fixes_02_06_07.py": 137, "roundtrip-08": 119,
-                 "workshop-hub": 96, "tests/helpers/test_ray_auth.py": 94,
-                 "tests/claims/test_claims_fixes_03_05_08.py": 82, "tests/labs/test_browser.py": 75,
-                 "tests/claims/test_claims_tune.py": 74, "tests/labs/test_quiz.py": 71,
-                 "tests/claims/test_claims_checkpoints_failures.py": 59, "tests/claims/test_claims_storage_nodes.py": 45,
-                 "tests/claims/test_claims_ops.py": 45, "tests/labs/test_ddp_lab.py": 45,
-                 "tests/claims/test_claims_setup.py": 44}
+# Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores on a
+# slow phase of the host, 5 Dec 2026 18:14; the round trips' estimated for one mutant per exercise
+# from that run and a stopped run with two at 20:25; a group not named here weighs 1): a module's
+# tests stay together (their module-scoped clusters and hubs start once), each round trip is a
+# group of its own, lab 00's goes with the class grader's tests (which compare their grades with
+# it), and the two modules that start a workshop hub never run at once (each closes and later
+# restores the clone's permissions).
+GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 950, "roundtrip-09": 900, "roundtrip-04": 600,
+                 "roundtrip-01": 520, "roundtrip-03": 500, "roundtrip-05": 370,
+                 "tests/grader/test_grading_attacks.py": 357, "roundtrip-06": 330, "roundtrip-02": 320,
+                 "roundtrip-07": 310, "tests/claims/test_claims_fixes_02_06_07.py": 262,
+                 "tests/claims/test_claims_fixes_03_05_08.py": 255, "roundtrip-08": 190,
+                 "tests/labs/test_quiz.py": 160, "tests/claims/test_claims_tune.py": 152,
+                 "workshop-hub": 150, "tests/labs/test_browser.py": 140,
+                 "tests/claims/test_claims_checkpoints_failures.py": 133, "tests/helpers/test_ray_auth.py": 111,
+                 "tests/labs/test_ddp_lab.py": 101, "tests/claims/test_claims_ops.py": 84,
+                 "tests/claims/test_claims_setup.py": 80, "tests/claims/test_claims_fixes_01_04.py": 79,
+                 "tests/helpers/test_separate_nodes.py": 78, "tests/helpers/test_running_example.py": 76,
+                 "tests/claims/test_claims_train_v2.py": 71, "tests/claims/test_claims_storage_nodes.py": 57,
+                 "tests/helpers/test_run_view.py": 51}
 ROUND_TRIP_MODULE = "tests/grader/test_autograde_roundtrip.py"
 HUB_MODULES = {"tests/workshop/test_workshop_hub.py", "tests/workshop/test_workshop_browser.py"}
 ROUND_TRIP_LAB = re.compile(r"\[(\d\d)_[^\]]*\]$")
@@ -141,8 +144,8 @@ def train_cluster():
 def round_trips(tmp_path_factory):
     """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run), run once per test session
     and shared by the tests that read it (the round-trip test, the class-grader comparison). It
-    grades every right answer and each exercise's first two mutants (RAYLAB_PROOF=full: every
-    mutant, as ``make prove`` does): ``grader.roundtrip.suite_depth``."""
+    grades every right answer and each exercise's first mutant (RAYLAB_PROOF=full: every mutant,
+    as ``make prove`` does): ``grader.roundtrip.suite_depth``."""
     from grader import roundtrip
 
     done = {}

@@ -6,7 +6,7 @@ For each lab, one `nbgrader autograde` run (in a loopback-only network namespace
 - the untouched learner copy: 0;
 - one submission per mutant round: every mutated exercise loses points through a failed check,
   every right answer keeps its points (the suite grades every right answer and each exercise's
-  first two mutants, RAYLAB_PROOF=full all of them; `make prove` grades all: grader/roundtrip.py);
+  first mutant, RAYLAB_PROOF=full all of them; `make prove` grades all: grader/roundtrip.py);
 and afterwards no Ray process started by that run is left; and Validate (the visible tests)
 shows at least one mutant of every exercise, and as many as grader/visible_catch.json records.
 Submissions are graded two at a time, each by its own `nbgrader autograde`; heavy demo cells that
