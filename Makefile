@@ -4,16 +4,18 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
+# The developers' environment: the course's (requirements.txt), the hub and the test tools.
+ENVIRONMENT := requirements-dev.txt
 
 .PHONY: lab test test-fast release check bench bench-startup bench-grading stability grade grade-mine new-lab prove gpu-check setup clean help learner-pack
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): $(wildcard requirements*.txt) constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet -r $(ENVIRONMENT) -c constraints.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/jupyter labextension enable @jupyter/nbgrader >/dev/null
 	$(BIN)/jupyter server extension enable nbgrader.server_extensions.validate_assignment >/dev/null

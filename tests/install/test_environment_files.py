@@ -1,4 +1,6 @@
-"""environment.yml (conda/Binder) and requirements.txt (pip) must say the same thing."""
+"""environment.yml (conda/Binder) and requirements.txt (pip) must say the same thing: the course
+environment. The instructor's (requirements-instructor.txt: the hub) and the developers'
+(requirements-dev.txt: test tools) build on it with exact pins of their own."""
 import re
 from pathlib import Path
 
@@ -7,9 +9,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _requirements():
-    lines = (ROOT / "requirements.txt").read_text().splitlines()
-    return [l.strip() for l in lines if l.strip() and not l.lstrip().startswith("#")]
+ENVIRONMENTS = ("requirements.txt", "requirements-instructor.txt", "requirements-dev.txt")
+
+
+def _requirements(name="requirements.txt"):
+    lines = (ROOT / name).read_text().splitlines()
+    return [l.strip() for l in lines if l.strip() and not l.lstrip().startswith(("#", "-r "))]
+
+
+def _all_requirements():
+    return [r for name in ENVIRONMENTS for r in _requirements(name)]
 
 
 def test_environment_yml_pip_section_equals_requirements_txt():
@@ -21,11 +30,20 @@ def test_environment_yml_pip_section_equals_requirements_txt():
 
 
 def test_every_requirement_is_an_exact_pin_and_the_course_pins_are_there():
-    reqs = _requirements()
+    reqs = _all_requirements()
     assert all(re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[0-9][0-9A-Za-z.+]*", r) for r in reqs), reqs
-    for pin in ("ray[train,tune]==2.58.0", "torch==2.13.0", "jupyterlab==4.6.6", "nbgrader==0.9.6",
-                "nbval==0.11.0"):
-        assert pin in reqs
+    assert len(reqs) == len({r.split("==")[0] for r in reqs}), "a package pinned in two files"
+    for pin in ("ray[train,tune]==2.58.0", "torch==2.13.0", "jupyterlab==4.6.6", "nbgrader==0.9.6"):
+        assert pin in _requirements()
+    assert "jupyterhub==6.1.1" in _requirements("requirements-instructor.txt")
+    assert {"pytest==9.2.0", "nbval==0.11.0", "playwright==1.65.2"} <= set(_requirements("requirements-dev.txt"))
+
+
+def test_the_environments_build_on_each_other():
+    """The course environment is the base: the instructor's adds the hub, the developers' the tools."""
+    assert "-r requirements.txt" in (ROOT / "requirements-instructor.txt").read_text().splitlines()
+    assert "-r requirements-instructor.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert not any(l.startswith("-r") for l in (ROOT / "requirements.txt").read_text().splitlines())
 
 
 def test_constraints_agree_with_requirements():
@@ -35,7 +53,7 @@ def test_constraints_agree_with_requirements():
             name, version = line.split("==")
             constraints[name.lower().replace("_", "-")] = version
     assert "torch" not in constraints  # its local build tag differs per platform
-    for req in _requirements():
+    for req in _all_requirements():
         name, version = req.split("==")
         name = name.split("[")[0].lower().replace("_", "-")
         if name in constraints:

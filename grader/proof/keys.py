@@ -1,0 +1,310 @@
+"""The key of one grading in a proof: a digest of everything that can change what runs or how.
+
+A grading is one submission autograded against one lab's template under the course's grading
+recipe. Its key is built from named parts, each a digest of its own (:class:`Parts`), so a
+changed input names the part it changed:
+
+``submission``  the submission's cells as graded: code cells with their nbgrader metadata,
+                other cells by their nbgrader metadata only (prose and outputs cannot change
+                an autograde score, so a prose edit costs no grading);
+``template``    the lab's solution folder, normalised the same way, and the cells left out;
+``recipe``      the grading code (every module of ``grader/`` that the grading entry points
+                import, found by reading their imports, so a new module cannot be forgotten),
+                nbgrader's configuration, the sandbox's files, the sandbox's allow-lists and
+                limits, the kernel's environment and the grading options;
+``raylab``      every file of ``src/raylab`` (modules and package data);
+``environment`` the course environment's distributions (``requirements.txt`` and what they
+                require) with the file hashes pip recorded, and the Python build;
+``machine``     the machine class, not its speed: OS release, kernel release, cgroup version,
+                CPU architecture, core count, GPUs;
+``schema``      :data:`SCHEMA`, this builder's own version.
+
+Developer tools (``requirements-dev.txt``) and the hub (``requirements-instructor.txt``) are not
+part of the course environment, so pinning a test tool changes no key.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+# Raise when the meaning of a part changes (a new part, another normalisation): every key changes.
+SCHEMA = 1
+
+ROOT = Path(__file__).resolve().parents[2]
+# The entry points of a grading: the function that grades (grader.autograde), the templates it is
+# graded against (grader.grading_templates) and the nbgrader configuration nbgrader loads itself.
+RECIPE_ENTRIES = ("grader/autograde.py", "grader/grading_templates.py", "grader/nbgrader_config.py")
+# Files a grading reads that are not Python modules: nbgrader's root configuration (it loads the
+# one above) and the sandbox's entry script.
+RECIPE_FILES = ("nbgrader_config.py", "grader/sandbox")
+SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
+
+
+def digest(value) -> str:
+    """sha256 of a JSON-able value (bytes as their hex), in a canonical form."""
+    if isinstance(value, bytes):
+        return hashlib.sha256(value).hexdigest()
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+# --- notebooks and folders ---------------------------------------------------------------------
+
+def normalised_cells(nb) -> list:
+    """What of a notebook can change an autograde score: each code cell's source and nbgrader
+    metadata, and the type and nbgrader metadata of every other cell (not its text)."""
+    cells = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code":
+            cells.append(["code", cell.source, meta])
+        else:
+            cells.append([cell.cell_type, meta])
+    return cells
+
+
+def notebook_digest(data: bytes) -> str:
+    """:func:`normalised_cells` of a notebook file's bytes (bytes as they are if unreadable)."""
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable notebook is keyed by its bytes
+        return digest(data)
+    return digest(normalised_cells(nb))
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and not SKIPPED_PARTS & set(p.relative_to(folder).parts)
+                  and p.suffix != ".pyc")
+
+
+def folder_digest(folder: Path) -> str:
+    """Every file below ``folder`` by its path; notebooks normalised, other files byte for byte."""
+    parts = {}
+    for path in _files(folder):
+        data = path.read_bytes()
+        parts[str(path.relative_to(folder))] = notebook_digest(data) if path.suffix == ".ipynb" else digest(data)
+    return digest(parts)
+
+
+# --- the recipe ---------------------------------------------------------------------------------
+
+def _imported_names(path: Path) -> set[str]:
+    """Dotted names a module imports (``from grader import x`` gives ``grader.x`` and ``grader``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def recipe_modules(root: Path = ROOT, entries=RECIPE_ENTRIES) -> list[str]:
+    """The grader modules a grading runs: the entry points and every module of ``grader/`` they
+    import, transitively. ``grader/nbgrader_config.py`` puts its own folder on ``sys.path``, so a
+    bare ``nbgrader_ext`` is ``grader/nbgrader_ext.py``."""
+    grader = root / "grader"
+    todo, seen = [root / e for e in entries], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        for name in _imported_names(path):
+            parts = name.split(".")
+            if parts[0] == "grader":
+                parts = parts[1:]
+            if not parts:
+                continue
+            candidate = grader.joinpath(*parts).with_suffix(".py")
+            if candidate.exists():
+                todo.append(candidate)
+    return sorted(str(p.relative_to(root)) for p in seen)
+
+
+def recipe_files(root: Path = ROOT) -> dict[str, str]:
+    """path -> digest of every file of the recipe (modules and the other files it reads)."""
+    files = {m: digest((root / m).read_bytes()) for m in recipe_modules(root)}
+    for name in RECIPE_FILES:
+        path = root / name
+        for p in (_files(path) if path.is_dir() else [path]):
+            files[str(p.relative_to(root))] = digest(p.read_bytes())
+    return files
+
+
+def recipe_settings(options) -> dict:
+    """The settings a grading runs under, as the code defines them now: the grading options, the
+    sandbox's allow-lists and limits, the kernel's environment (the course root written as
+    ``<root>``: a clone elsewhere grades the same way), the sandbox and network isolation."""
+    from grader import course, isolation
+
+    def text(value):
+        return str(value).replace(str(course.ROOT), "<root>")
+
+    return {"options": text(dataclasses.asdict(options)),
+            "system_binds": list(isolation.SYSTEM_BINDS),
+            "passed_env": [list(isolation.PASSED_NAMES), list(isolation.PASSED_PREFIXES)],
+            "kernel_env": {k: text(v) for k, v in sorted(isolation.kernel_env().items())},
+            "limits": dataclasses.asdict(isolation.Limits()),
+            "sandbox": isolation.available()[0] if options.sandbox is None else options.sandbox,
+            "network_isolated": options.isolate_network and course.can_isolate_network()}
+
+
+# --- the course environment and the machine ----------------------------------------------------
+
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?")
+# Lines of a RECORD that differ between two installs of the same files: scripts outside
+# site-packages carry the environment's path in their first line, and pip's own bookkeeping.
+RECORD_SKIPPED = re.compile(r"^(\.\./|[^,]*\.dist-info/(INSTALLER|REQUESTED|RECORD|direct_url\.json),)")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def course_requirements(root: Path = ROOT) -> dict[str, set[str]]:
+    """name -> extras of each requirement in ``requirements.txt`` (the course environment)."""
+    reqs = {}
+    for line in (root / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        found = REQUIREMENT.match(line)
+        if found and not line.startswith("-"):
+            extras = {e.strip() for e in (found.group(2) or "[]")[1:-1].split(",") if e.strip()}
+            reqs.setdefault(_canonical(found.group(1)), set()).update(extras)
+    return reqs
+
+
+def course_distributions(root: Path = ROOT) -> list:
+    """The installed distributions of the course environment: its requirements and, transitively,
+    what they require (with the extras asked for and the markers of this Python)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    todo = [(name, extras) for name, extras in course_requirements(root).items()]
+    found, extras_seen = {}, {}
+    while todo:
+        name, extras = todo.pop()
+        new = extras - extras_seen.get(name, set())
+        if name in found and not new:
+            continue
+        try:
+            dist = found.get(name) or metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise SystemExit(f"the course environment lacks {name}: run make setup") from None
+        found[name] = dist
+        extras_seen[name] = extras_seen.get(name, set()) | extras
+        for text in dist.requires or []:
+            req = Requirement(text)
+            wanted = [""] + sorted(extras_seen[name])
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in wanted):
+                todo.append((_canonical(req.name), set(req.extras)))
+    return [found[n] for n in sorted(found)]
+
+
+def distribution_digest(dist) -> str:
+    """A distribution by its name, version and the hash of every file pip recorded for it."""
+    record = dist.read_text("RECORD") or ""
+    lines = sorted(l for l in record.splitlines()
+                   if l and not RECORD_SKIPPED.match(l) and not l.endswith(",,"))
+    return digest([dist.metadata["Name"], dist.version, lines])
+
+
+@functools.lru_cache(maxsize=4)
+def environment_parts(root: Path = ROOT) -> dict:
+    """The course environment as the kernel sees it: each distribution's digest and the Python build."""
+    dists = {_canonical(d.metadata["Name"]): distribution_digest(d)
+             for d in course_distributions(root) if _canonical(d.metadata["Name"]) != "raylab"}
+    python = [sys.version, list(platform.python_build()), platform.python_implementation(),
+              sys.implementation.cache_tag]
+    return {"python": python, "distributions": dists}
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _gpus() -> list[str]:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    # "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)": the model, not the card's serial
+    return sorted(re.sub(r"\s*\(UUID:[^)]*\)", "", l) for l in out.stdout.splitlines() if l.strip())
+
+
+@functools.lru_cache(maxsize=1)
+def machine_class() -> dict:
+    """What kind of machine grades, not how fast it is right now."""
+    os_release = dict(l.split("=", 1) for l in _read("/etc/os-release").splitlines() if "=" in l)
+    return {"os": os_release.get("PRETTY_NAME", "").strip('"') or platform.platform(),
+            "kernel": platform.release(), "libc": list(platform.libc_ver()),
+            "cgroup": 2 if Path("/sys/fs/cgroup/cgroup.controllers").exists() else 1,
+            "arch": platform.machine(), "cores": os.cpu_count(), "gpus": _gpus()}
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Parts:
+    """The digests a key is made of (see the module's docstring)."""
+    submission: str
+    template: str
+    recipe: str
+    raylab: str
+    environment: str
+    machine: str
+    schema: int = SCHEMA
+
+    @property
+    def key(self) -> str:
+        return digest(dataclasses.asdict(self))
+
+
+class KeyBuilder:
+    """Keys of gradings of one course tree (``root``), computed once per part and reused."""
+
+    def __init__(self, options, root: Path = ROOT):
+        self.root, self.options = Path(root), options
+
+    @functools.cached_property
+    def recipe(self) -> str:
+        return digest({"files": recipe_files(self.root), "settings": recipe_settings(self.options)})
+
+    @functools.cached_property
+    def raylab(self) -> str:
+        return folder_digest(self.root / "src" / "raylab")
+
+    @functools.cached_property
+    def environment(self) -> str:
+        return digest(environment_parts(self.root))
+
+    @functools.cached_property
+    def machine(self) -> str:
+        return digest(machine_class())
+
+    @functools.lru_cache(maxsize=64)
+    def solution(self, lab: str) -> str:
+        return folder_digest(self.root / "solutions" / lab)
+
+    def parts(self, lab: str, notebook: bytes, left_out) -> Parts:
+        return Parts(submission=notebook_digest(notebook),
+                     template=digest([lab, self.solution(lab), sorted(left_out)]),
+                     recipe=self.recipe, raylab=self.raylab, environment=self.environment,
+                     machine=self.machine)
