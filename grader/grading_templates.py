@@ -77,8 +77,12 @@ class Templates:
                        not_graded: frozenset = frozenset()) -> tuple[bytes, list[str]]:
         """(gradebook template, cells left out) for one submission."""
         skips = self.skips(lab, notebook, not_graded)
-        if not skips:
-            return self.full(lab), []
+        return (self.trimmed(lab, skips) if skips else self.full(lab)), skips
+
+    def trimmed(self, lab: str, skips: list[str]) -> bytes:
+        """The template whose locked cells in ``skips`` hold a comment instead of their code."""
+        if lab not in self._solution_nbs:
+            self._solution_nbs[lab] = nbformat.read(self.solutions / lab / f"{lab}.ipynb", as_version=4)
         key = (lab, tuple(skips))
         if key not in self._trimmed:
             name = hashlib.sha256("\n".join([lab, *skips]).encode()).hexdigest()[:12]
@@ -88,4 +92,4 @@ class Templates:
             nbformat.write(trim.trimmed(self._solution_nbs[lab], skips), source / lab / f"{lab}.ipynb")
             self._generate(lab, grading_dir, f"--CourseDirectory.source_directory={source}")
             self._trimmed[key] = (grading_dir / "gradebook.db").read_bytes()
-        return self._trimmed[key], skips
+        return self._trimmed[key]

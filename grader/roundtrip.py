@@ -12,6 +12,7 @@ path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -24,8 +25,9 @@ import nbformat
 
 from grader import autograde, course, gradebook, mutants, trim
 from grader.grading_templates import Templates
-from grader.roundtrip_rules import (Graded, failed_in_visible_part, judge, visible_catch, visible_problems,
-                                    visible_record)
+from grader.proof import keys, ledger
+from grader.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
+                                    visible_problems, visible_record)
 
 
 @dataclass
@@ -38,16 +40,22 @@ class RoundTrip:
     skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
     visible: dict = field(default_factory=dict)  # answer grade_id -> [caught visibly, mutants]
     not_graded: dict = field(default_factory=dict)  # answer grade_id -> mutants this depth left out
+    fresh: list = field(default_factory=list)  # submissions graded now (the rest came from the ledger)
+    audited: list = field(default_factory=list)  # stored gradings graded again and compared
+    records: dict = field(default_factory=dict)  # key -> ledger.Entry of every grading judged
 
 
-def _first_errors(nb) -> dict:
-    """grade_id -> (cell, its first error output), for every cell that raised."""
+def first_errors(nb) -> dict:
+    """grade_id -> [name, value, line, visible] of the first error output of every cell that
+    raised: the line of the cell the traceback names, and whether Validate runs that line too."""
     found = {}
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
         error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
         if error is not None:
-            found[grade_id] = (cell, error)
+            traceback = error.get("traceback", [])
+            found[grade_id] = [error.get("ename"), error.get("evalue", "")[:300], error_line(traceback),
+                               failed_in_visible_part(cell.source, traceback)]
     return found
 
 
@@ -55,15 +63,8 @@ def _workers() -> int:
     return max(1, int(os.environ.get("RAYLAB_ROUNDTRIP_WORKERS", "2")))
 
 
-# The test suite's depth (tests/conftest.py): every exercise's first mutant and every right answer,
-# which fits the suite inside CI's 90 minutes on 2 cores on a slow day (72.5 minutes measured; a
-# run grading two each was on course for about 78 and was stopped); `make prove` grades every mutant.
-SUITE_MUTANTS_PER_EXERCISE = 1
-
-
-def suite_depth() -> int | None:
-    """Mutants per exercise the test suite grades: RAYLAB_PROOF=full grades them all."""
-    return None if os.environ.get("RAYLAB_PROOF", "").lower() == "full" else SUITE_MUTANTS_PER_EXERCISE
+# The options every grading of a proof runs with (part of each key's recipe).
+OPTIONS = autograde.Options(feedback=False)
 
 
 def _submissions(lab: str, mutants_per_exercise: int | None = None) -> dict:
@@ -98,62 +99,47 @@ def _blank_answers(nb, skip: list[str]):
     return nb
 
 
-def _collect(lab: str, results: dict, submissions: dict, grading_dir: Path, not_run: dict | None = None,
-             solved: dict | None = None):
-    """(graded, leftover processes, problems of the grading itself) from the autograde results.
-    Scores of test cells a round left out (``not_run``) are dropped: nothing ran there. ``solved``:
-    student -> the answers that submission holds in the solution's own form."""
-    graded, leftover, problems = {}, [], []
-    for student, res in results.items():
-        if res["status"] != "graded":
-            problems.append(f"{student}: not graded ({res['reason']}):\n{res['log_tail'][-3000:]}")
-        if res["leftover_killed"]:
-            leftover.append(f"{student}: {res['leftover_killed']} process(es)")
-            problems.append(f"{student}: {res['leftover_killed']} process(es) left after grading")
-        if student.startswith("solution") and [f for f in res["flags"] if "without the sandbox" not in f]:
-            problems.append(f"{student}: flagged for review: {res['flags']}")
-        if not res["scores"]:
-            problems.append(f"{student}: no scores")
-            continue
-        gradebook.merge(grading_dir / "gradebook.db", lab, student, res["scores"])
-        left_out = (not_run or {}).get(student, set())
-        scores = {g: (s[0], s[1]) for g, s in res["scores"].items() if g not in left_out}
-        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-        raised = _first_errors(autograded) if autograded else {}
-        errors = {g: (out.get("ename"), out.get("evalue", "")[:300]) for g, (_, out) in raised.items()}
-        visible = {g: failed_in_visible_part(cell.source, out.get("traceback", []))
-                   for g, (cell, out) in raised.items()}
-        rnd = submissions[student][1]
-        graded[student] = Graded(student, scores, errors, {a: m.name for a, m in rnd.items() if not m.right},
-                                 visible, {a: m.name for a, m in rnd.items() if m.right}, res["seconds"],
-                                 frozenset(left_out), (solved or {}).get(student, frozenset()))
-    return graded, leftover, problems
+@dataclass
+class Grading:
+    """One grading of a round trip: a submission as graded, the cells it is graded without, the
+    variants it holds and its key (``grader.proof.keys``)."""
+    student: str
+    notebook: bytes
+    left_out: list
+    round: dict  # answer grade_id -> Mutant
+    parts: keys.Parts
+
+    @property
+    def key(self) -> str:
+        return self.parts.key
+
+    def variants(self) -> dict:
+        return {a: ("right: " if m.right else "mutant: ") + m.name for a, m in self.round.items()}
 
 
-def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
-        mutants_per_exercise: int | None = None) -> RoundTrip:
-    """Grade the lab's submissions through :func:`grader.autograde.autograde_submission` with the
-    class grader's templates (``grader.grading_templates``), ``workers`` at a time; every score is
-    also merged into ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
-    ``mutants_per_exercise``: grade only each exercise's first mutants (None: every one); the
-    right answers are always graded.
+@dataclass
+class Prepared:
+    lab: str
+    templates: Templates
+    gradings: dict  # student -> Grading
+    exercises: dict
+    skipped: list  # demo cells a submission in the solution's form is graded without
+    solved: dict  # student -> answers it holds in the solution's own form
+
+
+def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None,
+            builder: keys.KeyBuilder | None = None) -> Prepared:
+    """Every grading of the lab's round trip, built and keyed, nothing graded yet.
 
     Every submission is built from the released learner copy, as a learner's is. The solution is
     graded with every cell (so every demo is proven to run). The untouched copy, the mutants and
     the right answers are graded like a class, without the demo cells their answers do not need;
     every exercise must keep full marks graded that way, as a right answer or, for an exercise
     without one, in the solution's form (``solution_trimmed``): nothing a test depends on was left
-    out (``roundtrip_rules.trim_problems``)."""
-    start = time.monotonic()
-    workers = workers or _workers()
-    grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
-    # Always trimmed, however many workers: the solution is graded once with every cell below,
-    # and the other submissions are graded as the class grader grades them.
+    out (``roundtrip_rules.trim_problems``). Raises SystemExit when the lab cannot be generated."""
+    builder = builder or keys.KeyBuilder(OPTIONS)
     templates = Templates(grading_dir)
-    try:
-        templates.prepare([lab])
-    except SystemExit as exc:
-        return RoundTrip(lab, 0.0, {}, [], [str(exc)])
+    templates.prepare([lab])
     release = grading_dir / "release" / lab / f"{lab}.ipynb"
     submissions = _submissions(lab, mutants_per_exercise)
     exercises = mutants.load(lab)
@@ -169,36 +155,110 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     rounds = {student: submissions[student][1] for student in submissions}
     if "solution_trimmed" in submissions:
         rounds["solution_trimmed"] = witnessless
-    chosen = {student: templates.for_submission(lab, nbformat.writes(nb).encode(),
-                                                not_graded(exercises, rounds[student]))
-              for student, nb in built.items() if student != "solution"}
-    chosen["solution"] = (templates.full(lab), [])
-    built = {student: nbformat.writes(_blank_answers(nb, chosen[student][1])).encode()
-             for student, nb in built.items()}
-
-    def grade(student):
-        options = autograde.Options(feedback=False)
-        return student, autograde.autograde_submission(lab, student, built[student], chosen[student][0], options)
-
-    # The class grader's path (grader/autograde.py), one submission per call, `workers` at a time.
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = dict(pool.map(grade, submissions))
-    not_run = {student: set(chosen[student][1]) for student in submissions}
+    left_out = {student: [] if student == "solution" else
+                templates.skips(lab, nbformat.writes(nb).encode(), not_graded(exercises, rounds[student]))
+                for student, nb in built.items()}
+    gradings = {}
+    for student, nb in built.items():
+        notebook = nbformat.writes(_blank_answers(nb, left_out[student])).encode()
+        gradings[student] = Grading(student, notebook, left_out[student], submissions[student][1],
+                                    builder.parts(lab, notebook, left_out[student]))
     solved = {"solution": frozenset(exercises), "solution_trimmed": frozenset(rounds.get("solution_trimmed", ()))}
-    graded, leftover, problems = _collect(lab, results, submissions, grading_dir, not_run, solved)
-    problems += judge(graded, exercises, skipped)
-    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, skipped,
-                     visible_catch(graded, exercises), mutants.not_graded(lab, mutants_per_exercise))
+    return Prepared(lab, templates, gradings, exercises, skipped, solved)
+
+
+def _grade(prep: Prepared, gradings: list, workers: int) -> dict:
+    """student -> raw result (``grader.proof.ledger.raw_result``) of each grading, graded now
+    through the class grader's path, ``workers`` at a time."""
+    def grade(g: Grading):
+        template = prep.templates.trimmed(prep.lab, g.left_out) if g.left_out else prep.templates.full(prep.lab)
+        res = autograde.autograde_submission(prep.lab, g.student, g.notebook, template, OPTIONS)
+        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
+        return g.student, ledger.raw_result(res, first_errors(autograded) if autograded else {})
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(pool.map(grade, gradings))
+
+
+def _collect(prep: Prepared, raws: dict, grading_dir: Path):
+    """(graded, leftover processes, problems of the grading itself) from raw results, stored or
+    fresh alike. Scores of test cells a grading left out are dropped: nothing ran there."""
+    graded, leftover, problems = {}, [], []
+    for student, raw in raws.items():
+        g = prep.gradings[student]
+        if raw["status"] != "graded":
+            problems.append(f"{student}: not graded ({raw.get('reason', '')}):\n{raw.get('log_tail', '')}")
+        if raw["leftover_killed"]:
+            leftover.append(f"{student}: {raw['leftover_killed']} process(es)")
+            problems.append(f"{student}: {raw['leftover_killed']} process(es) left after grading")
+        if student.startswith("solution") and [f for f in raw["flags"] if "without the sandbox" not in f]:
+            problems.append(f"{student}: flagged for review: {raw['flags']}")
+        if not raw["scores"]:
+            problems.append(f"{student}: no scores")
+            continue
+        gradebook.merge(grading_dir / "gradebook.db", prep.lab, student,
+                        {gid: [s, m, False] for gid, (s, m) in raw["scores"].items()})
+        left_out = set(g.left_out)
+        scores = {gid: (s, m) for gid, (s, m) in raw["scores"].items() if gid not in left_out}
+        errors = {gid: (e[0], e[1]) for gid, e in raw["errors"].items()}
+        visible = {gid: e[3] for gid, e in raw["errors"].items()}
+        graded[student] = Graded(student, scores, errors, {a: m.name for a, m in g.round.items() if not m.right},
+                                 visible, {a: m.name for a, m in g.round.items() if m.right}, raw["seconds"],
+                                 frozenset(left_out), prep.solved.get(student, frozenset()))
+    return graded, leftover, problems
+
+
+def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
+        mutants_per_exercise: int | None = None, stored: ledger.LabLedger | None = None,
+        audit: frozenset = frozenset()) -> RoundTrip:
+    """Judge the lab's round trip (:func:`prepare`): each grading whose key ``stored`` (the
+    lab's ledger) holds is taken from it, every other one is graded now through
+    :func:`grader.autograde.autograde_submission` with the class grader's templates, ``workers``
+    at a time; ``stored=None`` grades every one. A stored grading whose key is in ``audit`` is
+    graded again and must give the stored result, cell for cell. Every score is also merged into
+    ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
+    ``mutants_per_exercise``: only each exercise's first mutants (None: every one); right answers
+    are always graded."""
+    start = time.monotonic()
+    workers = workers or _workers()
+    grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
+    try:
+        prep = prepare(lab, grading_dir, mutants_per_exercise)
+    except SystemExit as exc:
+        return RoundTrip(lab, 0.0, {}, [], [str(exc)])
+    entries = {s: stored.get(g.key) for s, g in prep.gradings.items()} if stored else {}
+    fresh_needed = [g for s, g in prep.gradings.items() if entries.get(s) is None or g.key in audit]
+    raws = {s: e.result for s, e in entries.items() if e is not None}
+    fresh = _grade(prep, fresh_needed, workers)
+    problems = []
+    for student, raw in fresh.items():
+        entry = entries.get(student)
+        if entry is not None:
+            problems += [f"audit: ledger/{lab}.json entry {entry.key[:16]} ({student}) differs from a fresh "
+                         f"grading of the same inputs: {d}" for d in ledger.differences(entry.result, raw)]
+        raws[student] = raw
+    graded, leftover, grading_problems = _collect(prep, raws, grading_dir)
+    problems = grading_problems + problems + judge(graded, prep.exercises, prep.skipped)
+    records = {g.key: ledger.Entry(g.key, s, g.variants(), g.left_out, dataclasses.asdict(g.parts), raws[s])
+               for s, g in prep.gradings.items() if s in raws}
+    return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, prep.skipped,
+                     visible_catch(graded, prep.exercises), mutants.not_graded(lab, mutants_per_exercise),
+                     fresh=sorted(fresh), audited=sorted(s for s in fresh if entries.get(s) is not None),
+                     records=records)
 
 
 def report(rt: RoundTrip) -> str:
-    lines = [f"{rt.lab}: {rt.seconds:.0f} s, {len(rt.graded)} submissions"]
+    stored = len(rt.graded) - len(set(rt.fresh) & set(rt.graded))
+    lines = [f"{rt.lab}: {rt.seconds:.0f} s, {len(rt.graded)} submissions: {len(rt.fresh)} graded now"
+             + (f" ({len(rt.audited)} of them audits of stored gradings)" if rt.audited else "")
+             + f", {stored} from the ledger"]
     if rt.skipped:
         lines.append(f"  demo cells left out of the wrong-answer rounds: {', '.join(rt.skipped)}")
     for student, g in rt.graded.items():
         total = sum(s or 0 for s, _ in g.scores.values())
         top = sum(m or 0 for _, m in g.scores.values())
-        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s)")
+        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s"
+                     + ("" if student in rt.fresh else ", from the ledger") + ")")
         for answer, name in g.mutated.items():
             lines.append(f"      mutant {answer}: {name}")
         for answer, name in g.right.items():
@@ -230,19 +290,35 @@ def validate_problems(rt: RoundTrip) -> list[str]:
 
 
 def main(argv=None) -> int:
+    """``make prove``: grade every submission of each lab with no cache, judge, and record the
+    raw results in the ledger (``grader/proof/ledger.py``) when every mutant was graded and the
+    proof's inputs are committed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("labs", nargs="*")
     parser.add_argument("--mutants", type=int, default=None, metavar="N",
-                        help="grade only each exercise's first N mutants (default: every one)")
+                        help="grade only each exercise's first N mutants (default: every one; "
+                             "a shallower proof is not recorded)")
+    parser.add_argument("--no-record", action="store_true", help="grade and judge, leave the ledger as it is")
     args = parser.parse_args(argv)
+    labs = args.labs or course.labs()
+    record = args.mutants is None and not args.no_record
+    if record:
+        dirty = sorted({p for lab in labs for p in ledger.uncommitted_inputs(lab)})
+        if dirty:
+            print("make prove records the tree as committed; these proof inputs have uncommitted changes:\n  "
+                  + "\n  ".join(dirty) + "\ncommit them first (or grade without recording: --no-record)")
+            return 2
     bad = 0
-    for lab in args.labs or course.labs():
+    for lab in labs:
         rt = run(lab, mutants_per_exercise=args.mutants)
         print(report(rt), flush=True)
         visible = validate_problems(rt)
         for problem in visible:
             print(f"  VISIBLE: {problem}")
         bad += bool(rt.problems or visible)
+        if record and rt.records:
+            path = ledger.write(ledger.LabLedger(lab, rt.records, ledger.head_commit()))
+            print(f"  ledger: {path.relative_to(course.ROOT)} holds its {len(rt.records)} gradings", flush=True)
     return 1 if bad else 0
 
 

@@ -32,17 +32,25 @@ HIDDEN_MARK = "BEGIN HIDDEN TESTS"
 INJECTED_LINES = 1
 
 
-def failed_in_visible_part(source: str, traceback: list[str]) -> bool | None:
-    """Whether a test cell's error was raised by a line a learner's Validate also runs (above the
-    hidden-tests marker). None when the traceback names no line of the cell."""
+def error_line(traceback: list[str]) -> int | None:
+    """The line of the test cell (1-based, as the learner sees the cell) a traceback names
+    first; None when it names none."""
     for entry in traceback:
         found = CELL_LINE.search(ANSI.sub("", entry))
         if found:
-            line = int(found.group(1)) - 1 - INJECTED_LINES
-            lines = source.splitlines()
-            hidden_at = next((i for i, text in enumerate(lines) if HIDDEN_MARK in text), len(lines))
-            return 0 <= line < hidden_at
+            return int(found.group(1)) - INJECTED_LINES
     return None
+
+
+def failed_in_visible_part(source: str, traceback: list[str]) -> bool | None:
+    """Whether a test cell's error was raised by a line a learner's Validate also runs (above the
+    hidden-tests marker). None when the traceback names no line of the cell."""
+    line = error_line(traceback)
+    if line is None:
+        return None
+    lines = source.splitlines()
+    hidden_at = next((i for i, text in enumerate(lines) if HIDDEN_MARK in text), len(lines))
+    return 0 <= line - 1 < hidden_at
 
 
 def visible_catch(graded: dict, exercises: dict) -> dict:

@@ -20,6 +20,11 @@ def test_a_failure_above_the_hidden_marker_is_visible():
     assert rules.failed_in_visible_part(SOURCE, _tb(1)) is False  # the report line itself
 
 
+def test_error_line_is_the_cells_own_line():
+    assert rules.error_line(_tb(3)) == 2  # the injected report line comes first
+    assert rules.error_line(["TestCellTampered: stopped early"]) is None
+
+
 def test_a_cell_without_hidden_tests_is_all_visible_and_no_line_means_unknown():
     assert rules.failed_in_visible_part("check(a)\ncheck(b)", _tb(3)) is True
     assert rules.failed_in_visible_part(SOURCE, ["TestCellTampered: stopped early"]) is None
@@ -101,7 +106,7 @@ def test_a_mutant_must_lose_points_through_a_failed_check_not_a_crash():
         "the lab has no autograded cells", "mutant a_answer/m: a_tests scored 2.0/2.0"]
 
 
-def test_first_errors_keeps_each_cells_first_error_and_its_cell():
+def test_first_errors_keeps_each_cells_first_error_its_line_and_whether_validate_runs_it():
     import nbformat
 
     out = nbformat.v4.new_output
@@ -110,10 +115,11 @@ def test_first_errors_keeps_each_cells_first_error_and_its_cell():
         out("error", ename="Other", evalue="2", traceback=[])])
     raised.metadata["nbgrader"] = {"grade_id": "a_tests"}
     quiet = nbformat.v4.new_code_cell("x = 1", outputs=[out("stream", name="stdout", text="ok")])
-    found = roundtrip._first_errors(nbformat.v4.new_notebook(cells=[raised, quiet]))
-    assert list(found) == ["a_tests"]
-    cell, error = found["a_tests"]
-    assert cell is raised and error["ename"] == "CheckFailed"
+    found = roundtrip.first_errors(nbformat.v4.new_notebook(cells=[raised, quiet]))
+    assert found == {"a_tests": ["CheckFailed", "1", 1, True]}
+    raised.source = SOURCE
+    raised.outputs[1]["traceback"] = _tb(5)
+    assert roundtrip.first_errors(nbformat.v4.new_notebook(cells=[raised]))["a_tests"][2:] == [4, False]
 
 
 def test_a_round_past_an_exercises_last_mutant_does_not_grade_that_exercise():
