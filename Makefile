@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The developers' environment: the course's (requirements.txt), the hub and the test tools.
 ENVIRONMENT := requirements-dev.txt
 
-.PHONY: lab test test-fast release check bench bench-startup bench-grading stability grade grade-mine new-lab prove gpu-check setup clean help learner-pack
+.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade grade-mine new-lab prove gpu-check setup clean help learner-pack
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,8 +37,12 @@ lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAY
 	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
-test: $(STAMP)  ## the whole test suite (what CI runs): two test processes, one mutant per exercise (RAYLAB_PROOF=full: all)
-	$(BIN)/python -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder
+test: $(STAMP)  ## the whole test suite (what CI runs): the proof plan first (fails at once if the misses cannot fit), then two test processes
+	PYTHONPATH=. $(BIN)/python -m grader.proof check
+	RAYLAB_PROOF_PLAN=$(CURDIR)/.grading/proof-plan.json $(BIN)/python -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder
+
+proof-status: $(STAMP)  ## what the proof must grade for this tree: stale gradings and why, this run's audits, about how long [LAB=...]
+	PYTHONPATH=. $(BIN)/python -m grader.proof status $(LAB)
 
 test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
@@ -49,7 +53,7 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
 	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
 
-prove: $(STAMP)  ## prove a lab's grader both ways with every mutant: make prove LAB=03_checkpoints_and_report (no LAB: every lab)
+prove: $(STAMP)  ## grade every submission of a lab's proof with no cache and record them in ledger/: make prove LAB=03_checkpoints_and_report (no LAB: every lab)
 	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
 
 stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]

@@ -21,18 +21,16 @@ if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_SANDBOX_UID_BASE", str(610000 + 4096 * (1 + int(XDIST_WORKER[2:] or 0))))
 
 # Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores on a
-# slow phase of the host, 5 Dec 2026 18:14; the round trips' estimated for one mutant per exercise
-# from that run and a stopped run with two at 20:25; a group not named here weighs 1): a module's
-# tests stay together (their module-scoped clusters and hubs start once), each round trip is a
-# group of its own, lab 00's goes with the class grader's tests (which compare their grades with
-# it), and the two modules that start a workshop hub never run at once (each closes and later
-# restores the clone's permissions).
-GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 950, "roundtrip-09": 900, "roundtrip-04": 600,
-                 "roundtrip-01": 520, "roundtrip-03": 500, "roundtrip-05": 370,
-                 "tests/grader/test_grading_attacks.py": 357, "roundtrip-06": 330, "roundtrip-02": 320,
-                 "roundtrip-07": 310, "tests/claims/test_claims_fixes_02_06_07.py": 262,
-                 "tests/claims/test_claims_fixes_03_05_08.py": 255, "roundtrip-08": 190,
-                 "tests/labs/test_quiz.py": 160, "tests/claims/test_claims_tune.py": 152,
+# slow phase of the host, 5 Dec 2026 18:14; a group not named here weighs 1): a module's tests stay
+# together (their module-scoped clusters and hubs start once), each round trip is a group of its
+# own, weighed by the gradings the proof plan expects it to run (:func:`plan_weights`), lab 00's
+# goes with the class grader's tests (which compare their grades with it), and the two modules
+# that start a workshop hub never run at once (each closes and later restores the clone's
+# permissions).
+GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 950, "tests/grader/test_grading_attacks.py": 357,
+                 "tests/claims/test_claims_fixes_02_06_07.py": 262,
+                 "tests/claims/test_claims_fixes_03_05_08.py": 255,
+                 "tests/labs/test_quiz.py": 60, "tests/claims/test_claims_tune.py": 152,
                  "workshop-hub": 150, "tests/labs/test_browser.py": 140,
                  "tests/claims/test_claims_checkpoints_failures.py": 133, "tests/helpers/test_ray_auth.py": 111,
                  "tests/labs/test_ddp_lab.py": 101, "tests/claims/test_claims_ops.py": 84,
@@ -40,6 +38,33 @@ GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 950, "roundtrip-09": 900, "r
                  "tests/helpers/test_separate_nodes.py": 78, "tests/helpers/test_running_example.py": 76,
                  "tests/claims/test_claims_train_v2.py": 71, "tests/claims/test_claims_storage_nodes.py": 57,
                  "tests/helpers/test_run_view.py": 51}
+# The proof plan `make test` writes first (python -m grader.proof check): the audits of this run
+# and the seconds each lab's round trip is expected to grade.
+PROOF_PLAN = os.environ.get("RAYLAB_PROOF_PLAN")
+# Seconds a round trip spends besides grading (generating its templates, keying its gradings).
+ROUND_TRIP_SETUP_S = 15
+
+
+def proof_plan() -> dict:
+    from grader.proof import plan
+
+    return plan.read(Path(PROOF_PLAN)) if PROOF_PLAN else {}
+
+
+def plan_weights(plans: dict) -> dict:
+    """Group weights of the round trips from the proof plan: what each will grade, as the ledger
+    timed it (a lab the plan does not know weighs as much as grading all of it might)."""
+    from grader import course
+
+    weights = {}
+    for lab, p in plans.items():
+        group = group_of(f"{ROUND_TRIP_MODULE}::t[{lab}]") if lab != "10_quiz" else "tests/labs/test_quiz.py"
+        weights[group] = weights.get(group, 0) + ROUND_TRIP_SETUP_S + p.cost()
+    for lab in course.labs():
+        weights.setdefault(f"roundtrip-{lab[:2]}", 600)
+    return weights
+
+
 ROUND_TRIP_MODULE = "tests/grader/test_autograde_roundtrip.py"
 HUB_MODULES = {"tests/workshop/test_workshop_hub.py", "tests/workshop/test_workshop_browser.py"}
 ROUND_TRIP_LAB = re.compile(r"\[(\d\d)_[^\]]*\]$")
@@ -62,10 +87,11 @@ def pytest_collection_modifyitems(config, items):
     if not XDIST_WORKER:
         return
     groups = {item.nodeid: group_of(item.nodeid) for item in items}
+    weights = {**GROUP_WEIGHTS, **plan_weights(proof_plan())}
     order = {}
     for group in groups.values():
         order.setdefault(group, len(order))
-    items.sort(key=lambda item: (-GROUP_WEIGHTS.get(groups[item.nodeid], 1), order[groups[item.nodeid]]))
+    items.sort(key=lambda item: (-weights.get(groups[item.nodeid], 1), order[groups[item.nodeid]]))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -141,19 +167,26 @@ def train_cluster():
 
 
 @pytest.fixture(scope="session")
-def round_trips(tmp_path_factory):
-    """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run), run once per test session
-    and shared by the tests that read it (the round-trip test, the class-grader comparison). It
-    grades every right answer and each exercise's first mutant (RAYLAB_PROOF=full: every mutant,
-    as ``make prove`` does): ``grader.roundtrip.suite_depth``."""
+def proof_audits() -> frozenset:
+    """The stored gradings this run grades again (the plan's audits; none without a plan)."""
+    return frozenset(key for p in proof_plan().values() for key in p.audits)
+
+
+@pytest.fixture(scope="session")
+def round_trips(tmp_path_factory, proof_audits):
+    """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run) at full depth, every
+    mutant and right answer, run once per test session and shared by the tests that read it (the
+    round-trip test, the class-grader comparison). A grading whose key the ledger holds is taken
+    from it; the rest, and this run's audits, are graded now."""
     from grader import roundtrip
+    from grader.proof import ledger
 
     done = {}
 
     def get(lab):
         if lab not in done:
             done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"),
-                                      mutants_per_exercise=roundtrip.suite_depth())
+                                      stored=ledger.read(lab), audit=proof_audits)
         return done[lab]
 
     return get

@@ -5,14 +5,15 @@ For each lab, one `nbgrader autograde` run (in a loopback-only network namespace
   notebook executes top to bottom against a live cluster);
 - the untouched learner copy: 0;
 - one submission per mutant round: every mutated exercise loses points through a failed check,
-  every right answer keeps its points (the suite grades every right answer and each exercise's
-  first mutant, RAYLAB_PROOF=full all of them; `make prove` grades all: grader/roundtrip.py);
+  every right answer keeps its points (every mutant and every right answer);
 and afterwards no Ray process started by that run is left; and Validate (the visible tests)
 shows at least one mutant of every exercise, and as many as grader/visible_catch.json records.
 Submissions are graded two at a time, each by its own `nbgrader autograde`; heavy demo cells that
 no test reads are left out of every submission but the solution (grader/trim.py), and every
 exercise must keep full marks graded that way, as a right answer or in the solution's form.
-Details: grader/roundtrip.py.
+A grading whose key (grader/proof/keys.py: a digest of everything that can change it) the ledger
+holds is judged from its stored result; the rest, and the run's audits, are graded now.
+Details: grader/roundtrip.py, grader/proof/.
 """
 import pytest
 

@@ -174,8 +174,11 @@ def test_question_scores_export_on_a_small_gradebook(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path):
-    rt = roundtrip.run(LAB, tmp_path, workers=1)  # one gradebook with every submission, for the export
+def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path, proof_audits):
+    from grader.proof import ledger
+
+    # one gradebook with every submission (stored or graded now), for the export
+    rt = roundtrip.run(LAB, tmp_path, workers=1, stored=ledger.read(LAB), audit=proof_audits)
     assert not rt.problems, roundtrip.report(rt)
     out = tmp_path / "questions.csv"
     assert question_scores.main([LAB, "--grading-dir", str(tmp_path), "--out", str(out)]) == 0

@@ -1,0 +1,126 @@
+"""What the proof must grade for this tree: every key computed from the tree, looked up in the
+ledger; the misses, the audits, and about how long they take.
+
+``python -m grader.proof status`` prints it for a developer (what is stale and why, what CI will
+regrade, about how long). ``python -m grader.proof check`` is the first step of ``make test``:
+it writes the plan the round-trip tests follow (``.grading/proof-plan.json``: the audits chosen
+for this run, the expected seconds of each lab) and fails at once, with the list and the command
+that proves them, when the misses cannot fit the time CI has for them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import course
+from grader.proof import audit, keys, ledger
+
+# A grading the ledger has never timed (a new lab or round): about what a Train lab's takes.
+UNKNOWN_GRADING_S = 120.0
+# Gradings run two at a time in make test (two test processes, one grading each).
+PARALLEL = 2
+# Seconds of grading (two at a time) CI may spend on misses and audits: the rest of the suite
+# takes about 40 of CI's 90 minutes on a slow day; this leaves room for the host running slower
+# than when the ledger's seconds were measured.
+CI_BUDGET_S = 1500.0
+PLAN_FILE = course.ROOT / ".grading" / "proof-plan.json"
+
+
+@dataclass
+class LabPlan:
+    lab: str
+    gradings: dict = field(default_factory=dict)  # student -> key
+    misses: dict = field(default_factory=dict)  # student -> why (which parts changed)
+    seconds: dict = field(default_factory=dict)  # student -> expected seconds of a grading
+    audits: dict = field(default_factory=dict)  # key -> "rotation" / "random"
+    problem: str = ""  # the lab could not be prepared (its round trip will say why)
+
+    def cost(self) -> float:
+        todo = set(self.misses) | {s for s, k in self.gradings.items() if k in self.audits}
+        return sum(self.seconds.get(s, UNKNOWN_GRADING_S) for s in todo)
+
+
+def _why(parts: keys.Parts, stored: ledger.LabLedger, student: str) -> str:
+    """Which parts of a missed key differ from the stored grading of the same name."""
+    before = next((e.parts for e in stored.entries.values() if e.student == student), None)
+    if before is None:
+        return "never graded"
+    changed = [name for name, value in dataclasses.asdict(parts).items() if before.get(name) != value]
+    return "changed: " + (", ".join(changed) or "nothing? (a key the ledger lost)")
+
+
+def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | None = None) -> LabPlan:
+    from grader import roundtrip
+
+    plan = LabPlan(lab)
+    stored = ledger.read(lab, ledger_dir)
+    try:
+        prep = roundtrip.prepare(lab, work / lab, builder=builder)
+    except SystemExit as exc:
+        plan.problem = str(exc)
+        return plan
+    for student, g in prep.gradings.items():
+        plan.gradings[student] = g.key
+        plan.seconds[student] = stored.seconds_of(student) or UNKNOWN_GRADING_S
+        if stored.get(g.key) is None:
+            plan.misses[student] = _why(g.parts, stored, student)
+    return plan
+
+
+def make_plan(labs=None, run: int | None = None, rng: random.Random | None = None,
+              ledger_dir: Path | None = None) -> dict[str, LabPlan]:
+    """lab -> its plan, the audits of this run chosen among every stored key that still holds."""
+    from grader import roundtrip
+
+    builder = keys.KeyBuilder(roundtrip.OPTIONS)
+    with tempfile.TemporaryDirectory(prefix="proof-plan-") as work:
+        plans = {lab: lab_plan(lab, Path(work), builder, ledger_dir) for lab in labs or course.labs()}
+    hits = {key: lab for lab, p in plans.items() for s, key in p.gradings.items() if s not in p.misses}
+    run = audit.run_number() if run is None else run
+    for key, why in audit.chosen(hits, run, rng).items():
+        plans[hits[key]].audits[key] = why
+    return plans
+
+
+def expected_wall_s(plans: dict[str, LabPlan]) -> float:
+    return sum(p.cost() for p in plans.values()) / PARALLEL
+
+
+def describe(plans: dict[str, LabPlan]) -> str:
+    lines = []
+    for lab, p in plans.items():
+        if p.problem:
+            lines.append(f"{lab}: cannot be prepared: {p.problem[:300]}")
+            continue
+        stored = len(p.gradings) - len(p.misses)
+        lines.append(f"{lab}: {len(p.gradings)} gradings, {stored} in the ledger, {len(p.misses)} to grade"
+                     + (f", {len(p.audits)} audited" if p.audits else "") + f" (about {p.cost():.0f} s)")
+        for student, why in p.misses.items():
+            lines.append(f"    to grade: {student:<18} {why}")
+        for student, key in p.gradings.items():
+            if key in p.audits:
+                lines.append(f"    audit:    {student:<18} {key[:16]} ({p.audits[key]})")
+    entries = sum(len(p.gradings) - len(p.misses) for p in plans.values())
+    lines.append(f"about {expected_wall_s(plans):.0f} s of grading, {PARALLEL} at a time; the rotation "
+                 f"reaches each of the {entries} stored gradings within {audit.rotation_bound(entries)} runs")
+    stale = [lab for lab, p in plans.items() if p.misses]
+    if stale:
+        lines.append("prove them (and commit the ledger): " + " && ".join(f"make prove LAB={lab}" for lab in stale))
+    return "\n".join(lines)
+
+
+def write(plans: dict[str, LabPlan], path: Path = PLAN_FILE) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({lab: dataclasses.asdict(p) for lab, p in plans.items()}, indent=1))
+    return path
+
+
+def read(path: Path = PLAN_FILE) -> dict[str, LabPlan]:
+    """The plan ``check`` wrote for this run (empty when there is none)."""
+    if not Path(path).exists():
+        return {}
+    return {lab: LabPlan(**p) for lab, p in json.loads(Path(path).read_text()).items()}
