@@ -53,8 +53,8 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
 	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
 
-prove: $(STAMP)  ## grade every submission of a lab's proof with no cache and record them in ledger/: make prove LAB=03_checkpoints_and_report (no LAB: every lab)
-	PYTHONPATH=. $(BIN)/python -m grader.roundtrip $(LAB)
+prove: $(STAMP)  ## grade every submission of a lab's proof with no cache and record them in ledger/: make prove LAB=03_checkpoints_and_report (no LAB: every lab) [ADDRESS=host:port]
+	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS))
 
 stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]
 	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)

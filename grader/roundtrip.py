@@ -1,20 +1,20 @@
 """Autograde a lab's solution, its untouched learner copy and its mutants through real nbgrader.
 
-``python -m grader.roundtrip 00_lab_setup`` prints one line per submission and per graded cell and
-exits non-zero when the autograder is wrong in either direction: the solution below full marks,
+:func:`run` grades (or takes from the proof ledger) and judges one lab's round trip;
+:func:`report` prints one line per submission and per graded cell. It is wrong in either
+direction when: the solution below full marks,
 the untouched learner copy above 0, a mutant at full marks on the exercise it breaks, a mutant
 caught only by a crash instead of a check, a right answer that differs from the solution below
 full marks, an error in any cell of the solution, a solution flagged for review, or processes left
 behind. Every submission is graded by
 ``grader.autograde.autograde_submission``, the function the class grader calls, so this proves the
-path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab.
+path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab
+from the ledger; ``make prove`` (``grader/proof/prove.py``) grades every submission and records them.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde, course, gradebook, mutants, trim
+from grader import autograde, gradebook, mutants, trim
 from grader.grading_templates import Templates
 from grader.proof import keys, ledger
 from grader.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
@@ -167,17 +167,32 @@ def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None
     return Prepared(lab, templates, gradings, exercises, skipped, solved)
 
 
-def _grade(prep: Prepared, gradings: list, workers: int) -> dict:
-    """student -> raw result (``grader.proof.ledger.raw_result``) of each grading, graded now
-    through the class grader's path, ``workers`` at a time."""
-    def grade(g: Grading):
-        template = prep.templates.trimmed(prep.lab, g.left_out) if g.left_out else prep.templates.full(prep.lab)
-        res = autograde.autograde_submission(prep.lab, g.student, g.notebook, template, OPTIONS)
-        autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-        return g.student, ledger.raw_result(res, first_errors(autograded) if autograded else {})
+def grade_one(lab: str, student: str, notebook: bytes, template: bytes) -> tuple[dict, dict]:
+    """(raw result, the machine and environment parts of the key where it ran) of one grading
+    through the class grader's path; a module-level function, so a Ray task on another node can
+    run it (``make prove ADDRESS=...``)."""
+    res = autograde.autograde_submission(lab, student, notebook, template, OPTIONS)
+    autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
+    where = {"machine": keys.digest(keys.machine_class()), "environment": keys.digest(keys.environment_parts())}
+    return ledger.raw_result(res, first_errors(autograded) if autograded else {}), where
 
+
+def _grade(prep: Prepared, gradings: list, workers: int, address: str | None = None) -> dict:
+    """student -> (raw result, where it ran) of each grading, graded now, ``workers`` at a time
+    here or as tasks of the Ray cluster at ``address``."""
+    def args(g: Grading):
+        template = prep.templates.trimmed(prep.lab, g.left_out) if g.left_out else prep.templates.full(prep.lab)
+        return prep.lab, g.student, g.notebook, template
+
+    if not gradings:
+        return {}
+    if address:
+        import ray
+
+        remote = ray.remote(num_cpus=2, max_retries=0)(grade_one)
+        return dict(zip([g.student for g in gradings], ray.get([remote.remote(*args(g)) for g in gradings])))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(pool.map(grade, gradings))
+        return dict(zip([g.student for g in gradings], pool.map(lambda g: grade_one(*args(g)), gradings)))
 
 
 def _collect(prep: Prepared, raws: dict, grading_dir: Path):
@@ -210,7 +225,7 @@ def _collect(prep: Prepared, raws: dict, grading_dir: Path):
 
 def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
         mutants_per_exercise: int | None = None, stored: ledger.LabLedger | None = None,
-        audit: frozenset = frozenset()) -> RoundTrip:
+        audit: frozenset = frozenset(), address: str | None = None) -> RoundTrip:
     """Judge the lab's round trip (:func:`prepare`): each grading whose key ``stored`` (the
     lab's ledger) holds is taken from it, every other one is graded now through
     :func:`grader.autograde.autograde_submission` with the class grader's templates, ``workers``
@@ -218,7 +233,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     graded again and must give the stored result, cell for cell. Every score is also merged into
     ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
     ``mutants_per_exercise``: only each exercise's first mutants (None: every one); right answers
-    are always graded."""
+    are always graded. ``address``: grade on that Ray cluster (a connected one); a grading
+    recorded from another node is keyed by that node's machine and environment."""
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
@@ -229,9 +245,11 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     entries = {s: stored.get(g.key) for s, g in prep.gradings.items()} if stored else {}
     fresh_needed = [g for s, g in prep.gradings.items() if entries.get(s) is None or g.key in audit]
     raws = {s: e.result for s, e in entries.items() if e is not None}
-    fresh = _grade(prep, fresh_needed, workers)
+    fresh = _grade(prep, fresh_needed, workers, address)
     problems = []
-    for student, raw in fresh.items():
+    for student, (raw, where) in fresh.items():
+        g = prep.gradings[student]
+        g.parts = dataclasses.replace(g.parts, **where)  # the same parts, unless it ran elsewhere
         entry = entries.get(student)
         if entry is not None:
             problems += [f"audit: ledger/{lab}.json entry {entry.key[:16]} ({student}) differs from a fresh "
@@ -280,47 +298,11 @@ def report(rt: RoundTrip) -> str:
     return "\n".join(lines)
 
 
-def validate_problems(rt: RoundTrip) -> list[str]:
-    """What Validate misses against grader/visible_catch.json (``roundtrip_rules.visible_problems``);
-    nothing for the quiz, which keeps its key hidden (Validate checks only an answer's form)."""
+def validate_problems(rt: RoundTrip, recorded: dict | None = None) -> list[str]:
+    """What Validate misses against the record (grader/visible_catch.json, or ``recorded``:
+    ``roundtrip_rules.visible_problems``); nothing for the quiz, which keeps its key hidden
+    (Validate checks only an answer's form)."""
     if rt.lab.endswith("_quiz"):
         return []
     ungraded = {answer: len(names) for answer, names in rt.not_graded.items()}
-    return visible_problems(rt.visible, visible_record().get(rt.lab, {}), ungraded)
-
-
-def main(argv=None) -> int:
-    """``make prove``: grade every submission of each lab with no cache, judge, and record the
-    raw results in the ledger (``grader/proof/ledger.py``) when every mutant was graded and the
-    proof's inputs are committed."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("labs", nargs="*")
-    parser.add_argument("--mutants", type=int, default=None, metavar="N",
-                        help="grade only each exercise's first N mutants (default: every one; "
-                             "a shallower proof is not recorded)")
-    parser.add_argument("--no-record", action="store_true", help="grade and judge, leave the ledger as it is")
-    args = parser.parse_args(argv)
-    labs = args.labs or course.labs()
-    record = args.mutants is None and not args.no_record
-    if record:
-        dirty = sorted({p for lab in labs for p in ledger.uncommitted_inputs(lab)})
-        if dirty:
-            print("make prove records the tree as committed; these proof inputs have uncommitted changes:\n  "
-                  + "\n  ".join(dirty) + "\ncommit them first (or grade without recording: --no-record)")
-            return 2
-    bad = 0
-    for lab in labs:
-        rt = run(lab, mutants_per_exercise=args.mutants)
-        print(report(rt), flush=True)
-        visible = validate_problems(rt)
-        for problem in visible:
-            print(f"  VISIBLE: {problem}")
-        bad += bool(rt.problems or visible)
-        if record and rt.records:
-            path = ledger.write(ledger.LabLedger(lab, rt.records, ledger.head_commit()))
-            print(f"  ledger: {path.relative_to(course.ROOT)} holds its {len(rt.records)} gradings", flush=True)
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return visible_problems(rt.visible, visible_record().get(rt.lab, {}) if recorded is None else recorded, ungraded)

@@ -78,6 +78,25 @@ def visible_record() -> dict:
     return json.loads(VISIBLE_RECORD.read_text())
 
 
+def write_visible_record(lab: str, visible: dict, path: Path = VISIBLE_RECORD) -> None:
+    """Record a lab's counts (``make prove`` only: the record is a proof result), one lab a line."""
+    record = json.loads(path.read_text()) if path.exists() else {}
+    record[lab] = {answer: list(counts) for answer, counts in visible.items()}
+    lines = [f"  {json.dumps(name)}: {json.dumps(record[name])}" for name in sorted(record)]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+
+
+def visible_catch_of_entries(entries, exercises: dict) -> dict:
+    """:func:`visible_catch` of stored gradings (``grader.proof.ledger.Entry``): the record a
+    lab's ledger implies."""
+    graded = {}
+    for e in entries:
+        mutated = {a: v.split(": ", 1)[1] for a, v in e.variants.items() if v.startswith("mutant: ")}
+        visible = {gid: err[3] for gid, err in e.result["errors"].items()}
+        graded[e.student] = Graded(e.student, {}, {}, mutated, visible)
+    return visible_catch(graded, exercises)
+
+
 def visible_problems(visible: dict, recorded: dict, not_graded: dict | None = None) -> list[str]:
     """What a round trip's visible catch counts (:func:`visible_catch`) say against the record:
     an exercise none of whose mutants Validate shows, an exercise whose mutant count differs from

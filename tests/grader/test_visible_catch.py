@@ -1,9 +1,13 @@
 """The record of what Validate catches (grader/visible_catch.json), checked against the mutant
-files: every exercise of every lab (the quiz keeps its key hidden), its mutant count, at least one
-mutant each that Validate shows, and 80 % of all mutants. The round trips check that each lab's
-graded mutants still fail visibly at least as often as recorded
+files and the proof ledger: every exercise of every lab (the quiz keeps its key hidden), its
+mutant count, at least one mutant each that Validate shows, 80 % of all mutants, and the counts
+the ledger's stored gradings give (make prove writes both; nobody writes the record by hand). The
+round trips check that each lab's mutants still fail visibly at least as often as recorded
 (tests/grader/test_autograde_roundtrip.py)."""
+import pytest
+
 from grader import course, mutants, roundtrip_rules as rules
+from grader.proof import ledger
 
 RECORD = rules.visible_record()
 LABS = [lab for lab in course.labs() if not lab.endswith("_quiz")]
@@ -21,3 +25,18 @@ def test_validate_shows_a_mutant_of_every_exercise_and_80_percent_of_all():
     assert [(lab, answer) for lab, answer, caught, total in seen if not 0 < caught <= total] == []
     caught, total = sum(s[2] for s in seen), sum(s[3] for s in seen)
     assert caught / total >= rules.VISIBLE_GOAL, f"Validate shows {caught} of {total} mutants"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_record_is_what_the_ledger_s_gradings_give(lab):
+    stored = ledger.read(lab)
+    assert stored.entries, f"ledger/{lab}.json holds no gradings: make prove LAB={lab}"
+    assert rules.visible_catch_of_entries(stored.entries.values(), mutants.load(lab)) == RECORD[lab]
+
+
+def test_the_record_is_written_one_lab_a_line_and_reads_back(tmp_path):
+    path = tmp_path / "visible.json"
+    rules.write_visible_record("01_b", {"x_answer": [1, 2]}, path)
+    rules.write_visible_record("00_a", {"y_answer": (2, 3)}, path)
+    rules.write_visible_record("01_b", {"x_answer": [2, 2]}, path)
+    assert path.read_text() == '{\n  "00_a": {"y_answer": [2, 3]},\n  "01_b": {"x_answer": [2, 2]}\n}\n'
