@@ -23,12 +23,11 @@ def main(argv=None) -> int:
     print(plan.describe(plans), flush=True)
     if args.command == "status":
         return 0
-    path = plan.write(plans)
-    expected = plan.expected_wall_s(plans)
-    if expected > args.budget:
-        print(f"\nThe proof cannot fit: about {expected:.0f} s of grading against a budget of {args.budget:.0f} s. "
-              "Prove the labs above with make prove and commit their ledger files.")
+    refused = plan.over_budget(plans, args.budget)
+    if refused:
+        print("\n" + refused)
         return 3
+    path = plan.write(plans)
     print(f"plan written to {path.relative_to(plan.course.ROOT)}")
     return 0
 

@@ -113,6 +113,17 @@ def describe(plans: dict[str, LabPlan]) -> str:
     return "\n".join(lines)
 
 
+def over_budget(plans: dict[str, LabPlan], budget_s: float) -> str:
+    """Why the misses cannot be graded within ``budget_s`` (empty when they can)."""
+    expected = expected_wall_s(plans)
+    if expected <= budget_s:
+        return ""
+    stale = [lab for lab, p in plans.items() if p.misses]
+    return (f"The proof cannot fit: about {expected:.0f} s of grading against a budget of {budget_s:.0f} s. "
+            "Prove the stale labs and commit their ledger files: "
+            + " && ".join(f"make prove LAB={lab}" for lab in stale))
+
+
 def write(plans: dict[str, LabPlan], path: Path = PLAN_FILE) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({lab: dataclasses.asdict(p) for lab, p in plans.items()}, indent=1))

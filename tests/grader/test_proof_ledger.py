@@ -82,7 +82,37 @@ def test_a_plan_costs_its_misses_and_audits_by_the_ledger_s_seconds():
     assert "to grade: mutants0" in text and "changed: submission" in text and "make prove LAB=03_x" in text
 
 
+def test_a_plan_past_its_budget_is_refused_with_the_commands_that_prove_it():
+    stale = plan.LabPlan("05_x", gradings={"solution": "k1", "mutants0": "k2"},
+                         misses={"solution": "never graded", "mutants0": "never graded"},
+                         seconds={"solution": 300.0, "mutants0": 500.0})
+    fresh = plan.LabPlan("06_y", gradings={"solution": "k3"}, seconds={"solution": 100.0})
+    plans = {"05_x": stale, "06_y": fresh}
+    assert plan.over_budget(plans, budget_s=400.0) == ""  # 800 s of grading, two at a time
+    refused = plan.over_budget(plans, budget_s=399.0)
+    assert "about 400 s" in refused and refused.endswith("make prove LAB=05_x")
+
+
 LAB = "00_lab_setup"
+
+
+@pytest.mark.slow
+def test_the_plan_of_a_tree_finds_what_the_ledger_lacks(tmp_path):
+    """Every key computed from the tree: against an empty ledger every grading of a lab is a
+    miss (never graded); against a ledger holding all but one of them, that one, naming the
+    changed part when a grading of that name was stored under another key."""
+    empty = plan.make_plan([LAB], run=0, ledger_dir=tmp_path / "none")[LAB]
+    assert set(empty.misses) == set(empty.gradings) and set(empty.misses.values()) == {"never graded"}
+    assert empty.audits == {}
+    first = roundtrip.run(LAB, tmp_path / "rt", stored=ledger.read(LAB))
+    records = dict(first.records)
+    entry = next(e for e in records.values() if e.student == "untouched")
+    del records[entry.key]
+    records["f" * 64] = dataclasses.replace(entry, key="f" * 64, parts={**entry.parts, "submission": "other"})
+    ledger.write(ledger.LabLedger(LAB, records), tmp_path / "ledger")
+    partial = plan.make_plan([LAB], run=0, ledger_dir=tmp_path / "ledger")[LAB]
+    assert partial.misses == {"untouched": "changed: submission"}
+    assert len(partial.audits) == min(3, len(partial.gradings) - 1)
 
 
 @pytest.mark.slow
