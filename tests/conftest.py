@@ -23,14 +23,14 @@ if XDIST_WORKER:
 # Groups a worker runs whole, heaviest first (seconds in a fresh-clone make test on 2 cores on a
 # slow phase of the host, 5 Dec 2026 18:14; a group not named here weighs 1): a module's tests stay
 # together (their module-scoped clusters and hubs start once), each round trip is a group of its
-# own, weighed by the gradings the proof plan expects it to run (:func:`plan_weights`), lab 00's
+# own, weighed by the gradings the proof plan expects it to run (:func:`group_weights`), lab 00's
 # goes with the class grader's tests (which compare their grades with it), and the two modules
 # that start a workshop hub never run at once (each closes and later restores the clone's
 # permissions).
 GROUP_WEIGHTS = {"tests/grader/test_classgrade.py": 950, "tests/grader/test_grading_attacks.py": 357,
                  "tests/claims/test_claims_fixes_02_06_07.py": 262,
                  "tests/claims/test_claims_fixes_03_05_08.py": 255,
-                 "tests/labs/test_quiz.py": 60, "tests/claims/test_claims_tune.py": 152,
+                 "tests/labs/test_quiz.py": 20, "tests/claims/test_claims_tune.py": 152,
                  "workshop-hub": 150, "tests/labs/test_browser.py": 140,
                  "tests/claims/test_claims_checkpoints_failures.py": 133, "tests/helpers/test_ray_auth.py": 111,
                  "tests/labs/test_ddp_lab.py": 101, "tests/claims/test_claims_ops.py": 84,
@@ -51,13 +51,16 @@ def proof_plan() -> dict:
     return plan.read(Path(PROOF_PLAN)) if PROOF_PLAN else {}
 
 
-def plan_weights(plans: dict) -> dict:
-    """Group weights of the round trips from the proof plan: what each will grade, as the ledger
-    timed it (a lab the plan does not know weighs as much as grading all of it might)."""
+def group_weights(plans: dict) -> dict:
+    """GROUP_WEIGHTS with each round trip's added from the proof plan: what it will grade, as the
+    ledger timed it (a lab the plan does not know weighs as much as grading all of it might)."""
     from grader import course
+    from grader.proof.plan import MODULES
 
-    weights = {}
+    weights = dict(GROUP_WEIGHTS)
     for lab, p in plans.items():
+        if lab == MODULES:
+            continue
         group = group_of(f"{ROUND_TRIP_MODULE}::t[{lab}]") if lab != "10_quiz" else "tests/labs/test_quiz.py"
         weights[group] = weights.get(group, 0) + ROUND_TRIP_SETUP_S + p.cost()
     for lab in course.labs():
@@ -82,12 +85,41 @@ def group_of(nodeid: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker: groups in order of weight, each group's tests together (the scheduler
-    hands out groups in collection order; --no-loadscope-reorder keeps it)."""
-    if not XDIST_WORKER:
-        return
+    """Leave out the heavy test modules the proof plan finds proven (:func:`leave_out_proven`);
+    in an xdist worker, order the rest by group (:func:`order_by_group`)."""
+    leave_out_proven(config, items)
+    if XDIST_WORKER:
+        order_by_group(items)
+
+
+def leave_out_proven(config, items):
+    """Deselect the heavy test modules whose key the ledger holds for this tree
+    (``grader/proof/suites.py``) and that this run does not audit. Without a plan (a plain
+    ``pytest``) every module runs."""
+    from grader.proof import plan
+
+    cached = plan.cached_modules(proof_plan())
+    left_out = [item for item in items if item.nodeid.split("::")[0] in cached]
+    if left_out:
+        items[:] = [item for item in items if item.nodeid.split("::")[0] not in cached]
+        config.hook.pytest_deselected(items=left_out)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Say which modules the run left out as proven (the xdist controller collects nothing itself)."""
+    from grader.proof import plan
+
+    proven = sorted(plan.cached_modules(proof_plan()))
+    if proven:
+        terminalreporter.write_line(f"left out, proven for this tree by ledger/tests.json: {len(proven)} modules "
+                                    f"({', '.join(proven)})")
+
+
+def order_by_group(items):
+    """Groups in order of weight, each group's tests together (the scheduler hands out groups
+    in collection order; --no-loadscope-reorder keeps it)."""
     groups = {item.nodeid: group_of(item.nodeid) for item in items}
-    weights = {**GROUP_WEIGHTS, **plan_weights(proof_plan())}
+    weights = group_weights(proof_plan())
     order = {}
     for group in groups.values():
         order.setdefault(group, len(order))

@@ -135,6 +135,13 @@ def uncommitted_inputs(lab: str) -> list[str]:
     return [line[3:] for line in out.splitlines() if line.strip()]
 
 
+def uncommitted_tree() -> list[str]:
+    """Every path of the tree with changes git has not committed (untracked ones included)."""
+    out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
 def head_commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,

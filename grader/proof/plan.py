@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import course
-from grader.proof import audit, keys, ledger
+from grader.proof import audit, keys, ledger, suites
 
 # A grading the ledger has never timed (a new lab or round): about what a Train lab's takes.
 UNKNOWN_GRADING_S = 120.0
@@ -71,14 +71,35 @@ def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | 
     return plan
 
 
+# The plan of the heavy test modules (grader/proof/suites.py) sits beside the labs' under this name:
+# its "gradings" are module -> key. They run in the suite anyway when missed, so they count in no budget.
+MODULES = "tests"
+
+
+def modules_plan(ledger_file: Path = suites.LEDGER_FILE) -> LabPlan:
+    plan = LabPlan(MODULES)
+    stored = suites.read(ledger_file)
+    for module, parts in suites.module_parts().items():
+        plan.gradings[module] = parts.key
+        before = [e for e in stored.values() if e["module"] == module]
+        plan.seconds[module] = max((e["seconds"] for e in before), default=UNKNOWN_GRADING_S)
+        if parts.key not in stored:
+            changed = [n for n, v in dataclasses.asdict(parts).items() if before and before[0]["parts"].get(n) != v]
+            plan.misses[module] = ("changed: " + ", ".join(changed)) if before else "never run by make prove"
+    return plan
+
+
 def make_plan(labs=None, run: int | None = None, rng: random.Random | None = None,
-              ledger_dir: Path | None = None) -> dict[str, LabPlan]:
-    """lab -> its plan, the audits of this run chosen among every stored key that still holds."""
+              ledger_dir: Path | None = None, modules: bool = True) -> dict[str, LabPlan]:
+    """lab -> its plan (and :data:`MODULES` -> the heavy test modules' plan), the audits of this
+    run chosen among every stored key that still holds."""
     from grader import roundtrip
 
     builder = keys.KeyBuilder(roundtrip.OPTIONS)
     with tempfile.TemporaryDirectory(prefix="proof-plan-") as work:
         plans = {lab: lab_plan(lab, Path(work), builder, ledger_dir) for lab in labs or course.labs()}
+    if modules:
+        plans[MODULES] = modules_plan((ledger_dir / "tests.json") if ledger_dir else suites.LEDGER_FILE)
     hits = {key: lab for lab, p in plans.items() for s, key in p.gradings.items() if s not in p.misses}
     run = audit.run_number() if run is None else run
     for key, why in audit.chosen(hits, run, rng).items():
@@ -87,12 +108,25 @@ def make_plan(labs=None, run: int | None = None, rng: random.Random | None = Non
 
 
 def expected_wall_s(plans: dict[str, LabPlan]) -> float:
-    return sum(p.cost() for p in plans.values()) / PARALLEL
+    """Seconds of grading the round trips will spend, two at a time."""
+    return sum(p.cost() for lab, p in plans.items() if lab != MODULES) / PARALLEL
+
+
+def cached_modules(plans: dict[str, LabPlan]) -> set[str]:
+    """The test modules this run leaves out: the ledger holds their key and no audit picked them."""
+    p = plans.get(MODULES)
+    return {m for m, key in p.gradings.items() if m not in p.misses and key not in p.audits} if p else set()
 
 
 def describe(plans: dict[str, LabPlan]) -> str:
     lines = []
     for lab, p in plans.items():
+        if lab == MODULES:
+            lines.append(f"heavy test modules: {len(p.gradings)}, {len(p.gradings) - len(p.misses)} in the ledger, "
+                         f"{len(p.misses) + len(p.audits)} to run ({len(p.audits)} audits)")
+            lines += [f"    to run:   {m} ({why})" for m, why in p.misses.items()]
+            lines += [f"    audit:    {m} ({p.audits[k]})" for m, k in p.gradings.items() if k in p.audits]
+            continue
         if p.problem:
             lines.append(f"{lab}: cannot be prepared: {p.problem[:300]}")
             continue
@@ -106,10 +140,13 @@ def describe(plans: dict[str, LabPlan]) -> str:
                 lines.append(f"    audit:    {student:<18} {key[:16]} ({p.audits[key]})")
     entries = sum(len(p.gradings) - len(p.misses) for p in plans.values())
     lines.append(f"about {expected_wall_s(plans):.0f} s of grading, {PARALLEL} at a time; the rotation "
-                 f"reaches each of the {entries} stored gradings within {audit.rotation_bound(entries)} runs")
-    stale = [lab for lab, p in plans.items() if p.misses]
-    if stale:
-        lines.append("prove them (and commit the ledger): " + " && ".join(f"make prove LAB={lab}" for lab in stale))
+                 f"reaches each of the {entries} stored results within {audit.rotation_bound(entries)} runs")
+    stale = [lab for lab, p in plans.items() if p.misses and lab != MODULES]
+    commands = [f"make prove LAB={lab}" for lab in stale]
+    if plans.get(MODULES) and plans[MODULES].misses:
+        commands.append("make prove TESTS=1")
+    if commands:
+        lines.append("prove them (and commit the ledger): " + " && ".join(commands))
     return "\n".join(lines)
 
 
@@ -118,7 +155,7 @@ def over_budget(plans: dict[str, LabPlan], budget_s: float) -> str:
     expected = expected_wall_s(plans)
     if expected <= budget_s:
         return ""
-    stale = [lab for lab, p in plans.items() if p.misses]
+    stale = [lab for lab, p in plans.items() if p.misses and lab != MODULES]
     return (f"The proof cannot fit: about {expected:.0f} s of grading against a budget of {budget_s:.0f} s. "
             "Prove the stale labs and commit their ledger files: "
             + " && ".join(f"make prove LAB={lab}" for lab in stale))

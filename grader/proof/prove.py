@@ -25,9 +25,13 @@ def main(argv=None) -> int:
                         help="grade only each exercise's first N mutants (not recorded)")
     parser.add_argument("--no-record", action="store_true", help="grade and judge, record nothing")
     parser.add_argument("--address", help="grade on a running Ray cluster (e.g. auto or host:6379)")
+    parser.add_argument("--tests", action="store_true",
+                        help="prove the heavy test modules (grader/proof/suites.py) instead of labs")
     parser.add_argument("--workers", type=int, default=None,
                         help="gradings at once (default 2 here; a cluster: one per 2 CPUs it has)")
     args = parser.parse_args(argv)
+    if args.tests:
+        return prove_modules(record=not args.no_record)
     labs = args.labs or course.labs()
     unknown = sorted(set(labs) - set(course.labs()))
     if unknown:
@@ -68,7 +72,32 @@ def main(argv=None) -> int:
             import ray
 
             ray.shutdown()
+    if not args.labs and record:  # every lab: then the heavy test modules, whose keys read the labs' ledger
+        bad += prove_modules(record=True)
     return 1 if bad else 0
+
+
+def prove_modules(record: bool) -> int:
+    """Run every heavy test module with no cache and record those that passed whole in
+    ``ledger/tests.json`` (their keys cover the whole tree but prose: all of it must be committed)."""
+    from grader.proof import suites
+
+    if record:
+        dirty = [p for p in ledger.uncommitted_tree() if not p.startswith("ledger/")]
+        if dirty:
+            print("make prove records the tree as committed; uncommitted changes:\n  " + "\n  ".join(dirty))
+            return 2
+    entries, tail = suites.prove()
+    modules = suites.cached_modules()
+    passed = sorted(e["module"] for e in entries.values())
+    print(tail)
+    print(f"heavy test modules: {len(passed)} of {len(modules)} passed whole")
+    for module in sorted(set(modules) - set(passed)):
+        print(f"  NOT PROVEN: {module}")
+    if record:
+        path = suites.write(entries, ledger.head_commit())
+        print(f"  ledger: {path.relative_to(course.ROOT)} holds {len(entries)} modules")
+    return 0 if len(passed) == len(modules) else 1
 
 
 if __name__ == "__main__":
