@@ -8,7 +8,7 @@ new one cannot be left out) gets a key: a digest of
 - the module itself and ``tests/conftest.py``;
 - the tree it can read: every file git tracks or would track, except prose (``docs/``, ``*.md``),
   the ledger and the other test modules; a module that names README or ``docs/`` keeps them,
-  and one that reads round trips (``round_trips``) keeps the ledger;
+  and one that reads round trips or the ledger keeps the labs' ledger;
 - the whole installed environment (every distribution with its recorded file hashes: test tools
   and the hub included), the system's packages (Debian's package list: Chromium, Node) and the
   Python build;
@@ -58,7 +58,7 @@ def module_inputs(module: str, files: list[str], root: Path = ROOT) -> list[str]
     """The files of the tree a module's key covers (see the module docstring)."""
     text = (root / module).read_text()
     keep_prose = "README" in text or "docs/" in text
-    keep_ledger = "round_trips" in text
+    keep_ledger = "round_trips" in text or "ledger" in text
     chosen = []
     for f in files:
         if f.startswith("tests/") and f not in (module, "tests/conftest.py") and f.endswith(".py"):
