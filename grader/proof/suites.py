@@ -73,11 +73,16 @@ def module_inputs(module: str, files: list[str], root: Path = ROOT) -> list[str]
     return chosen
 
 
+# Not inputs of a test: the course package (its files are in the tree) and the installer, which
+# `make setup` upgrades to the newest release and no test imports.
+NOT_ENVIRONMENT = {"raylab", "pip"}
+
+
 def _distributions() -> dict:
     from importlib import metadata
 
     return {keys._canonical(d.metadata["Name"]): keys.distribution_digest(d) for d in metadata.distributions()
-            if d.metadata["Name"] and keys._canonical(d.metadata["Name"]) != "raylab"}
+            if d.metadata["Name"] and keys._canonical(d.metadata["Name"]) not in NOT_ENVIRONMENT}
 
 
 def system_packages() -> str:
