@@ -131,7 +131,8 @@ def describe(plans: dict[str, LabPlan]) -> str:
             lines.append(f"{lab}: cannot be prepared: {p.problem[:300]}")
             continue
         stored = len(p.gradings) - len(p.misses)
-        lines.append(f"{lab}: {len(p.gradings)} gradings, {stored} in the ledger, {len(p.misses)} to grade"
+        lines.append(f"{lab}: {len(p.gradings)} gradings ({sum(p.seconds.values()):.0f} s of grading as recorded), "
+                     f"{stored} in the ledger, {len(p.misses)} to grade"
                      + (f", {len(p.audits)} audited" if p.audits else "") + f" (about {p.cost():.0f} s)")
         for student, why in p.misses.items():
             lines.append(f"    to grade: {student:<18} {why}")
