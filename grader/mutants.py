@@ -31,9 +31,9 @@ variants is not graded in that round (the round trip leaves its cells out). That
 exercises are independent: ``tests/labs/test_course_format.py`` checks that no answer or test cell
 uses a name defined by another exercise's answer cell.
 
-A round trip may grade only each exercise's first mutant(s) (``mutants_per_exercise``: the test
-suite's proof, sized to fit CI; see ``grader/roundtrip.py``); the right answers are always graded.
-List the most common mistake of an exercise first.
+A round trip may grade only each exercise's first mutant(s) (``mutants_per_exercise``: a quick
+look while writing mutants, ``python -m grader.proof.prove --mutants N``; never recorded); the right answers are
+always graded. The proof (``make prove``, ``make test``) grades every mutant.
 """
 from __future__ import annotations
 
