@@ -6,9 +6,11 @@ hubs or browsers. Each module whose tests are marked slow or browser (found by r
 new one cannot be left out) gets a key: a digest of
 
 - the module itself and ``tests/conftest.py``;
-- the tree it can read: every file git tracks or would track, except prose (``docs/``, ``*.md``),
-  the ledger and the other test modules; a module that names README or ``docs/`` keeps them,
-  and one that reads round trips or the ledger keeps the labs' ledger;
+- the tree it can read: the course package (``src/``) and its install files, and every other
+  top-level folder or file of the tree (``grader``, ``solutions``, ``notebooks``, ``workshop``,
+  ``scripts``, ``Makefile``, ...) whose name the module's text mentions; never the other test
+  modules; prose (``docs/``, ``*.md``) only for a module that names README or ``docs/``, the
+  labs' ledger only for one that reads round trips or the ledger;
 - the whole installed environment (every distribution with its recorded file hashes: test tools
   and the hub included), the system's packages (Debian's package list: Chromium, Node) and the
   Python build;
@@ -54,22 +56,52 @@ def tree_files(root: Path = ROOT) -> list[str]:
     return sorted({f for f in out.decode().split("\0") if f and (root / f).is_file()})
 
 
+# Top-level paths every module's key covers: the course package and how it is installed.
+# (nbgrader_config.py is nbgrader's entry to the course's configuration: tiny, and read by any run.)
+ALWAYS = ("src/", "pyproject.toml", "requirements", "constraints.txt", "nbgrader_config.py", "tests/conftest.py")
+
+
+def _mentioned(top: str, text: str) -> bool:
+    """Whether a module's text names a top-level path: a folder by its name, a file by its stem
+    (``environment.yml``: environment), the Makefile also by a ``make`` command."""
+    if top == "Makefile":
+        return re.search(r"\bmake\b|Makefile", text) is not None
+    stem = top if top.startswith(".") else top.split(".")[0]
+    return re.search(r"(?<![\w.])" + re.escape(stem) + r"\b", text) is not None
+
+
 def module_inputs(module: str, files: list[str], root: Path = ROOT) -> list[str]:
-    """The files of the tree a module's key covers (see the module docstring)."""
+    """The files of the tree a module's key covers (see the module docstring): the module, the
+    course package and its environment files, and every other top-level folder or file of the
+    tree whose name the module's text mentions (``from grader import ...``, ``ROOT / "scripts"``,
+    ``solutions``, ``workshop/``, ``make``...) and, for a file so named, what it names in turn
+    (the Makefile's targets run ``grader``, ``scripts``...); never prose unless named,
+    the ledger only for a module that reads it, other test modules never."""
     text = (root / module).read_text()
     keep_prose = "README" in text or "docs/" in text
     keep_ledger = "round_trips" in text or "ledger" in text
+    tops = {f.split("/")[0] for f in files}
+    named = {top for top in tops if _mentioned(top, text)}
+    # a named top-level file brings what it names (the Makefile's targets run grader/, scripts/...)
+    grown = True
+    while grown:
+        more = {t for f in named if f in files for t in tops if _mentioned(t, (root / f).read_text(errors="replace"))}
+        grown = bool(more - named)
+        named |= more
     chosen = []
     for f in files:
-        if f.startswith("tests/") and f not in (module, "tests/conftest.py") and f.endswith(".py"):
-            continue
-        if f.startswith("ledger/"):
+        top = f.split("/")[0]
+        if f.startswith("tests/"):
+            if f in (module, "tests/conftest.py") or not f.endswith(".py"):
+                chosen.append(f)
+        elif f.startswith("ledger/"):
             if keep_ledger and f != "ledger/tests.json":
                 chosen.append(f)
-            continue
-        if PROSE.match(f) and not keep_prose:
-            continue
-        chosen.append(f)
+        elif PROSE.match(f):
+            if keep_prose:
+                chosen.append(f)
+        elif f.startswith(ALWAYS) or top in named:
+            chosen.append(f)
     return chosen
 
 

@@ -26,18 +26,24 @@ def test_the_cached_modules_are_the_heavy_ones_without_a_ledger_of_their_own():
     assert "tests/grader/test_proof_suites.py" not in modules
 
 
-def test_a_module_s_key_covers_the_tree_but_prose_the_ledger_and_other_test_modules():
+def test_a_module_s_key_covers_the_course_package_and_what_it_names():
     files = suites.tree_files()
     chosen = set(suites.module_inputs("tests/claims/test_claims_tune.py", files))
-    assert {"tests/claims/test_claims_tune.py", "tests/conftest.py", "src/raylab/cluster.py", "grader/autograde.py",
-            "solutions/00_lab_setup/00_lab_setup.ipynb", "requirements-dev.txt", "Makefile"} <= chosen
-    assert not {f for f in chosen if f.startswith(("docs/", "ledger/")) or f == "README.md"}
+    assert {"tests/claims/test_claims_tune.py", "tests/conftest.py", "src/raylab/cluster.py", "requirements.txt",
+            "requirements-dev.txt", "pyproject.toml"} <= chosen
+    # it names no other part of the tree: not the grader, the labs, prose, the ledger or other tests
+    assert not {f for f in chosen if f.startswith(("grader/", "solutions/", "notebooks/", "docs/", "ledger/",
+                                                   "workshop/", "Makefile", "README"))}
     assert "tests/claims/test_claims_ops.py" not in chosen
+    # a module that runs make targets gets what the Makefile's targets run
+    ddp = set(suites.module_inputs("tests/labs/test_ddp_lab.py", files))
+    assert {"Makefile", "scripts/gpu_check.py", "grader/autograde.py"} <= ddp
     # a module that names the README keeps prose; one that reads round trips keeps the labs' ledger
     hints = set(suites.module_inputs("tests/helpers/test_hints.py", files))
     assert "README.md" in hints
     classgrade = set(suites.module_inputs("tests/grader/test_classgrade.py", files))
     assert "ledger/00_lab_setup.json" in classgrade and "ledger/tests.json" not in classgrade
+    assert {"grader/autograde.py", "solutions/00_lab_setup/00_lab_setup.ipynb"} <= classgrade
 
 
 @pytest.fixture
@@ -72,7 +78,10 @@ def test_a_byte_of_an_input_changes_the_keys_that_read_it_and_no_other(clone):
     readers = {m for m in prose if "README" in (clone / m).read_text() or "docs/" in (clone / m).read_text()}
     assert {m for m in again if again[m] != prose[m]} == readers
     (clone / "grader" / "new_tool.py").write_text("X = 1\n")  # an untracked file counts as well
-    assert {m for m in prose if prose[m] != _keys(clone)[m]} == set(prose)
+    files = suites.tree_files(clone)
+    graders = {m for m in prose if "grader/new_tool.py" in suites.module_inputs(m, files, clone)}
+    assert "tests/grader/test_classgrade.py" in graders and "tests/claims/test_claims_tune.py" not in graders
+    assert {m for m in prose if prose[m] != _keys(clone)[m]} == graders
 
 
 def test_the_environment_system_and_machine_are_parts_of_every_module_key():
