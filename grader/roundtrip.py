@@ -40,7 +40,7 @@ class RoundTrip:
     skipped: list = field(default_factory=list)  # demo cells left out of the wrong-answer rounds
     visible: dict = field(default_factory=dict)  # answer grade_id -> [caught visibly, mutants]
     not_graded: dict = field(default_factory=dict)  # answer grade_id -> mutants this depth left out
-    fresh: list = field(default_factory=list)  # submissions graded now (the rest came from the ledger)
+    fresh: dict = field(default_factory=dict)  # submission graded now -> why (the rest came from the ledger)
     audited: list = field(default_factory=list)  # stored gradings graded again and compared
     records: dict = field(default_factory=dict)  # key -> ledger.Entry of every grading judged
 
@@ -243,7 +243,10 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     except SystemExit as exc:
         return RoundTrip(lab, 0.0, {}, [], [str(exc)])
     entries = {s: stored.get(g.key) for s, g in prep.gradings.items()} if stored else {}
-    fresh_needed = [g for s, g in prep.gradings.items() if entries.get(s) is None or g.key in audit]
+    why = {s: "audit" if entries.get(s) is not None else
+           stored.why_missed(dataclasses.asdict(g.parts), s) if stored else "no ledger read"
+           for s, g in prep.gradings.items() if entries.get(s) is None or g.key in audit}
+    fresh_needed = [prep.gradings[s] for s in why]
     raws = {s: e.result for s, e in entries.items() if e is not None}
     fresh = _grade(prep, fresh_needed, workers, address)
     problems = []
@@ -261,7 +264,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
                for s, g in prep.gradings.items() if s in raws}
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, prep.skipped,
                      visible_catch(graded, prep.exercises), mutants.not_graded(lab, mutants_per_exercise),
-                     fresh=sorted(fresh), audited=sorted(s for s in fresh if entries.get(s) is not None),
+                     fresh={s: why[s] for s in sorted(fresh)},
+                     audited=sorted(s for s in fresh if entries.get(s) is not None),
                      records=records)
 
 
@@ -275,8 +279,8 @@ def report(rt: RoundTrip) -> str:
     for student, g in rt.graded.items():
         total = sum(s or 0 for s, _ in g.scores.values())
         top = sum(m or 0 for _, m in g.scores.values())
-        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s"
-                     + ("" if student in rt.fresh else ", from the ledger") + ")")
+        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s, "
+                     + (f"graded now: {rt.fresh[student]}" if student in rt.fresh else "from the ledger") + ")")
         for answer, name in g.mutated.items():
             lines.append(f"      mutant {answer}: {name}")
         for answer, name in g.right.items():

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import re
 import sys
@@ -198,6 +199,26 @@ def train_cluster():
         assert left == [], f"Ray processes left: {left}"
 
 
+@contextlib.contextmanager
+def proven_environment():
+    """The environment ``make prove`` grades in, for a round trip inside the test process: no
+    RAY_TRAIN_* variable. A learner's kernel inherits those (grader.isolation.PASSED_PREFIXES),
+    so they are part of every grading's key, and an earlier test's course cluster leaves three in
+    this process (raylab.start_cluster sets them for its Ray processes); with them the keys would
+    not be the ledger's and every grading would run again."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [k for k in os.environ if k.startswith("RAY_TRAIN_")]:
+            mp.delenv(name)
+        yield
+
+
+@pytest.fixture
+def proven_env():
+    """:func:`proven_environment` for one test."""
+    with proven_environment():
+        yield
+
+
 @pytest.fixture(scope="session")
 def proof_audits() -> frozenset:
     """The stored gradings this run grades again (the plan's audits; none without a plan)."""
@@ -217,8 +238,9 @@ def round_trips(tmp_path_factory, proof_audits):
 
     def get(lab):
         if lab not in done:
-            done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"),
-                                      stored=ledger.read(lab), audit=proof_audits)
+            with proven_environment():
+                done[lab] = roundtrip.run(lab, tmp_path_factory.mktemp(f"roundtrip-{lab}"),
+                                          stored=ledger.read(lab), audit=proof_audits)
         return done[lab]
 
     return get

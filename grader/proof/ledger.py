@@ -42,6 +42,14 @@ class LabLedger:
     def get(self, key: str) -> Entry | None:
         return self.entries.get(key)
 
+    def why_missed(self, parts: dict, student: str) -> str:
+        """Which parts of a key the ledger lacks differ from the stored grading of the same name."""
+        before = next((e.parts for e in self.entries.values() if e.student == student), None)
+        if before is None:
+            return "never graded"
+        changed = [name for name, value in parts.items() if before.get(name) != value]
+        return "changed: " + (", ".join(changed) or "nothing? (a key the ledger lost)")
+
     def seconds_of(self, student: str) -> float | None:
         """The last recorded seconds of a submission of this name (an estimate for a miss)."""
         found = [e.result.get("seconds", 0.0) for e in self.entries.values() if e.student == student]

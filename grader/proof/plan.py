@@ -44,15 +44,6 @@ class LabPlan:
         return sum(self.seconds.get(s, UNKNOWN_GRADING_S) for s in todo)
 
 
-def _why(parts: keys.Parts, stored: ledger.LabLedger, student: str) -> str:
-    """Which parts of a missed key differ from the stored grading of the same name."""
-    before = next((e.parts for e in stored.entries.values() if e.student == student), None)
-    if before is None:
-        return "never graded"
-    changed = [name for name, value in dataclasses.asdict(parts).items() if before.get(name) != value]
-    return "changed: " + (", ".join(changed) or "nothing? (a key the ledger lost)")
-
-
 def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | None = None) -> LabPlan:
     from grader import roundtrip
 
@@ -67,7 +58,7 @@ def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | 
         plan.gradings[student] = g.key
         plan.seconds[student] = stored.seconds_of(student) or UNKNOWN_GRADING_S
         if stored.get(g.key) is None:
-            plan.misses[student] = _why(g.parts, stored, student)
+            plan.misses[student] = stored.why_missed(dataclasses.asdict(g.parts), student)
     return plan
 
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 LAB = "00_lab_setup"
 
 
-def test_gradings_on_a_ray_cluster_match_the_ledger(tmp_path):
+def test_gradings_on_a_ray_cluster_match_the_ledger(tmp_path, proven_env):
     import ray
     from ray.cluster_utils import Cluster
 

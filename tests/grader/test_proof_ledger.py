@@ -97,7 +97,7 @@ LAB = "00_lab_setup"
 
 
 @pytest.mark.slow
-def test_the_plan_of_a_tree_finds_what_the_ledger_lacks(tmp_path):
+def test_the_plan_of_a_tree_finds_what_the_ledger_lacks(tmp_path, proven_env):
     """Every key computed from the tree: against an empty ledger every grading of a lab is a
     miss (never graded); against a ledger holding all but one of them, that one, naming the
     changed part when a grading of that name was stored under another key."""
@@ -116,7 +116,7 @@ def test_the_plan_of_a_tree_finds_what_the_ledger_lacks(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_forged_entry_is_caught_by_its_audit_and_a_stale_one_is_graded_again(tmp_path):
+def test_a_forged_entry_is_caught_by_its_audit_and_a_stale_one_is_graded_again(tmp_path, proven_env):
     """On lab 00's real round trip: one stored grading that holds a right answer is forged (the
     right answer's test recorded as failing) and audited; another is stored under a key the tree
     no longer makes. The audit names the forged entry and its cell, the stale one is graded now,
@@ -145,3 +145,14 @@ def test_a_forged_entry_is_caught_by_its_audit_and_a_stale_one_is_graded_again(t
     assert audits == [f"audit: ledger/{LAB}.json entry {forged.key[:16]} ({forged.student}) differs from a fresh "
                       f"grading of the same inputs: {cell} score: stored [0.0, {top}], fresh [{top}, {top}]"], rt.problems
     assert rt.records[stale.key].result["scores"] == stale.result["scores"]  # graded again, under its real key
+
+
+def test_round_trips_in_the_test_process_grade_without_the_train_variables_a_cluster_leaves(monkeypatch):
+    import os
+
+    import conftest
+
+    monkeypatch.setenv("RAY_TRAIN_METRICS_ENABLED", "0")  # as raylab.start_cluster leaves it
+    with conftest.proven_environment():
+        assert not [k for k in os.environ if k.startswith("RAY_TRAIN_")]
+    assert os.environ["RAY_TRAIN_METRICS_ENABLED"] == "0"

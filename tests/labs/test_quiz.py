@@ -174,7 +174,7 @@ def test_question_scores_export_on_a_small_gradebook(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path, proof_audits):
+def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path, proof_audits, proven_env):
     from grader.proof import ledger
 
     # one gradebook with every submission (stored or graded now), for the export
