@@ -261,8 +261,16 @@ def machine_class() -> dict:
 
 # --- keys ---------------------------------------------------------------------------------------
 
+class Keyed:
+    """A dataclass of named digests whose key is the digest of them all."""
+
+    @property
+    def key(self) -> str:
+        return digest(dataclasses.asdict(self))
+
+
 @dataclass(frozen=True)
-class Parts:
+class Parts(Keyed):
     """The digests a key is made of (see the module's docstring)."""
     submission: str
     template: str
@@ -271,10 +279,6 @@ class Parts:
     environment: str
     machine: str
     schema: int = SCHEMA
-
-    @property
-    def key(self) -> str:
-        return digest(dataclasses.asdict(self))
 
 
 class KeyBuilder:

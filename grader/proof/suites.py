@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.proof import keys
-from grader.proof.keys import ROOT, SCHEMA, digest
+from grader.proof.keys import ROOT, SCHEMA, Keyed, digest
 
 LEDGER_FILE = ROOT / "ledger" / "tests.json"
 HEAVY_MARK = re.compile(r"pytest\.mark\.(slow|browser)\b")
@@ -128,17 +129,13 @@ def system_packages() -> str:
 
 
 @dataclass(frozen=True)
-class ModuleParts:
+class ModuleParts(Keyed):
     module: str
     tree: str
     environment: str
     system: str
     machine: str
     schema: int = SCHEMA
-
-    @property
-    def key(self) -> str:
-        return digest(dataclasses.asdict(self))
 
 
 def module_parts(modules=None, root: Path = ROOT) -> dict[str, ModuleParts]:
@@ -196,7 +193,7 @@ def prove(modules=None, pytest_args=("-n", "2", "--dist", "loadscope", "--no-loa
         run = subprocess.run([sys.executable, "-m", "pytest", *parts, *pytest_args, "-p", "no:cacheprovider",
                               f"--junitxml={xml}", "-o", "junit_family=xunit1", "-q"], cwd=ROOT,
                              capture_output=True, text=True,
-                             env={**__import__("os").environ, "RAYLAB_PROOF_PLAN": ""})
+                             env={**os.environ, "RAYLAB_PROOF_PLAN": ""})
         results = outcomes(xml.read_text()) if xml.exists() else {}
     entries = {}
     for module, p in parts.items():
