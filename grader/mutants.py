@@ -32,7 +32,8 @@ exercises are independent: ``tests/labs/test_course_format.py`` checks that no a
 uses a name defined by another exercise's answer cell.
 
 A round trip may grade only each exercise's first mutant(s) (``mutants_per_exercise``: a quick
-look while writing mutants, ``python -m grader.proof.prove --mutants N``; never recorded); the right answers are
+look while writing mutants, ``python -m grader.proof.prove --mutants N``), or only the mutants it
+names (``--only NAME,NAME``); neither is ever recorded; the right answers are
 always graded. The proof (``make prove``, ``make test``) grades every mutant.
 """
 from __future__ import annotations
@@ -122,24 +123,30 @@ def submission(lab: str, answers: dict[str, str] | None,
     return nb
 
 
-def graded_variants(exercise: Exercise, mutants_per_exercise: int | None = None) -> list[Mutant]:
+def graded_variants(exercise: Exercise, mutants_per_exercise: int | None = None,
+                    only: frozenset | None = None) -> list[Mutant]:
     """The variants of an exercise a round trip grades: its first ``mutants_per_exercise``
-    mutants (all when None) and every right answer."""
-    return exercise.mutants[:mutants_per_exercise] + exercise.right
+    mutants (all when None), or those named in ``only``, and every right answer."""
+    chosen = [m for m in exercise.mutants if only is None or m.name in only]
+    return chosen[:mutants_per_exercise] + exercise.right
 
 
-def rounds(lab: str, mutants_per_exercise: int | None = None) -> list[dict[str, Mutant]]:
+def rounds(lab: str, mutants_per_exercise: int | None = None,
+           only: frozenset | None = None) -> list[dict[str, Mutant]]:
     """Round k: ``{answer_grade_id: its k-th graded variant}`` (mutants first, then right answers)
     over every exercise that has one (:func:`graded_variants`)."""
-    variants = {a: graded_variants(e, mutants_per_exercise) for a, e in load(lab).items()}
+    variants = {a: graded_variants(e, mutants_per_exercise, only) for a, e in load(lab).items()}
     depth = max((len(v) for v in variants.values()), default=0)
     return [{a: v[k] for a, v in variants.items() if k < len(v)} for k in range(depth)]
 
 
-def not_graded(lab: str, mutants_per_exercise: int | None = None) -> dict[str, list[str]]:
-    """answer grade_id -> the names of its mutants :func:`rounds` leaves out at that depth."""
-    return {a: [m.name for m in e.mutants[mutants_per_exercise:]] for a, e in load(lab).items()
-            if mutants_per_exercise is not None and e.mutants[mutants_per_exercise:]}
+def not_graded(lab: str, mutants_per_exercise: int | None = None,
+               only: frozenset | None = None) -> dict[str, list[str]]:
+    """answer grade_id -> the names of its mutants :func:`rounds` leaves out (at that depth, or
+    not named in ``only``)."""
+    left = {a: [m.name for m in e.mutants if m not in graded_variants(e, mutants_per_exercise, only)]
+            for a, e in load(lab).items()}
+    return {a: names for a, names in left.items() if names}
 
 
 def round_answers(lab: str, mutants: dict[str, Mutant]) -> dict[str, str]:

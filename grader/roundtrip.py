@@ -67,12 +67,12 @@ def _workers() -> int:
 OPTIONS = autograde.Options(feedback=False)
 
 
-def _submissions(lab: str, mutants_per_exercise: int | None = None) -> dict:
+def _submissions(lab: str, mutants_per_exercise: int | None = None, only: frozenset | None = None) -> dict:
     """student -> (answer sources or None, {answer: its mutant or right answer in this round})."""
     submissions = {"solution": (mutants.answer_sources(lab), {}),
                    "solution_trimmed": (mutants.answer_sources(lab), {}),
                    "untouched": (None, {})}
-    for k, rnd in enumerate(mutants.rounds(lab, mutants_per_exercise)):
+    for k, rnd in enumerate(mutants.rounds(lab, mutants_per_exercise, only)):
         submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), rnd)
     return submissions
 
@@ -128,7 +128,7 @@ class Prepared:
 
 
 def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None,
-            builder: keys.KeyBuilder | None = None) -> Prepared:
+            builder: keys.KeyBuilder | None = None, only: frozenset | None = None) -> Prepared:
     """Every grading of the lab's round trip, built and keyed, nothing graded yet.
 
     Every submission is built from the released learner copy, as a learner's is. The solution is
@@ -141,7 +141,7 @@ def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None
     templates = Templates(grading_dir)
     templates.prepare([lab])
     release = grading_dir / "release" / lab / f"{lab}.ipynb"
-    submissions = _submissions(lab, mutants_per_exercise)
+    submissions = _submissions(lab, mutants_per_exercise, only)
     exercises = mutants.load(lab)
     built = {student: mutants.submission(lab, answers, release=release)
              for student, (answers, _) in submissions.items()}
@@ -225,7 +225,8 @@ def _collect(prep: Prepared, raws: dict, grading_dir: Path):
 
 def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
         mutants_per_exercise: int | None = None, stored: ledger.LabLedger | None = None,
-        audit: frozenset = frozenset(), address: str | None = None) -> RoundTrip:
+        audit: frozenset = frozenset(), address: str | None = None,
+        only: frozenset | None = None) -> RoundTrip:
     """Judge the lab's round trip (:func:`prepare`): each grading whose key ``stored`` (the
     lab's ledger) holds is taken from it, every other one is graded now through
     :func:`grader.autograde.autograde_submission` with the class grader's templates, ``workers``
@@ -233,13 +234,14 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     graded again and must give the stored result, cell for cell. Every score is also merged into
     ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
     ``mutants_per_exercise``: only each exercise's first mutants (None: every one); right answers
-    are always graded. ``address``: grade on that Ray cluster (a connected one); a grading
-    recorded from another node is keyed by that node's machine and environment."""
+    are always graded; ``only``: just the mutants it names. ``address``: grade on that Ray
+    cluster (a connected one); a grading recorded from another node is keyed by that node's
+    machine and environment."""
     start = time.monotonic()
     workers = workers or _workers()
     grading_dir = Path(grading_dir or tempfile.mkdtemp(prefix=f"roundtrip-{lab}-"))
     try:
-        prep = prepare(lab, grading_dir, mutants_per_exercise)
+        prep = prepare(lab, grading_dir, mutants_per_exercise, only=only)
     except SystemExit as exc:
         return RoundTrip(lab, 0.0, {}, [], [str(exc)])
     entries = {s: stored.get(g.key) for s, g in prep.gradings.items()} if stored else {}
@@ -263,7 +265,7 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
     records = {g.key: ledger.Entry(g.key, s, g.variants(), g.left_out, dataclasses.asdict(g.parts), raws[s])
                for s, g in prep.gradings.items() if s in raws}
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, prep.skipped,
-                     visible_catch(graded, prep.exercises), mutants.not_graded(lab, mutants_per_exercise),
+                     visible_catch(graded, prep.exercises), mutants.not_graded(lab, mutants_per_exercise, only),
                      fresh={s: why[s] for s in sorted(fresh)},
                      audited=sorted(s for s in fresh if entries.get(s) is not None),
                      records=records)

@@ -23,6 +23,8 @@ def main(argv=None) -> int:
     parser.add_argument("labs", nargs="*")
     parser.add_argument("--mutants", type=int, default=None, metavar="N",
                         help="grade only each exercise's first N mutants (not recorded)")
+    parser.add_argument("--only", default=None, metavar="NAME,NAME",
+                        help="grade only the mutants named (and every right answer; not recorded)")
     parser.add_argument("--no-record", action="store_true", help="grade and judge, record nothing")
     parser.add_argument("--address", help="grade on a running Ray cluster (e.g. auto or host:6379)")
     parser.add_argument("--tests", action="store_true",
@@ -37,7 +39,8 @@ def main(argv=None) -> int:
     if unknown:
         print(f"no such lab: {', '.join(unknown)} (labs: {', '.join(course.labs())})")
         return 2
-    record = args.mutants is None and not args.no_record
+    only = frozenset(args.only.split(",")) if args.only else None
+    record = args.mutants is None and only is None and not args.no_record
     if record:
         dirty = sorted({p for lab in labs for p in ledger.uncommitted_inputs(lab)})
         if dirty:
@@ -53,7 +56,8 @@ def main(argv=None) -> int:
     bad = 0
     try:
         for lab in labs:
-            rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address)
+            rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address,
+                               only=only)
             print(roundtrip.report(rt), flush=True)
             # a recorded proof replaces the record, so it is judged against its own counts (an
             # exercise Validate shows no mutant of still fails); the record's diff shows any drop
