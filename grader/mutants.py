@@ -7,9 +7,13 @@ applying when a solution is edited::
 
     environment_report_answer:
       tests: [environment_report_tests]
+      requirements:
+        python_of_this_kernel: report the Python version of the interpreter running the notebook
       mutants:
         - name: reports_documented_python_not_installed
           why: copies the version the course documents instead of asking the interpreter
+          breaks: [python_of_this_kernel]
+          mistake: value_timing     # optional: its class of mistake (grader.requirements.MISTAKES)
           replace:
             - ['platform.python_version()', '"3.12.0"']
 
@@ -23,6 +27,9 @@ asked fails the round trip::
           why: the prompt asks for rank 0, not for the API that tells it
           replace:
             - ['ray.train.get_context().get_world_rank()', 'torch.distributed.get_rank()']
+
+``requirements`` lists what the exercise's prompt asks, and ``breaks`` says which of those a
+mutant violates; ``grader.requirements`` traces both to the test cells' checks.
 
 Submissions are built the way a learner makes them: the released notebook with answer cells
 filled in. Round ``k`` fills every answer cell with the ``k``-th of its mutants followed by its
@@ -59,6 +66,8 @@ class Mutant:
     why: str
     replace: list[tuple[str, str]]
     right: bool = False  # a right answer that differs from the solution (must keep its points)
+    breaks: tuple = ()  # the exercise's requirements it violates (grader.requirements)
+    mistake: str | None = None  # its class of mistake, when it has one (requirements.MISTAKES)
 
 
 @dataclass
@@ -67,6 +76,7 @@ class Exercise:
     tests: list[str]
     mutants: list[Mutant]
     right: list[Mutant] = field(default_factory=list)
+    requirements: dict = field(default_factory=dict)  # id -> what the prompt asks, in one line
 
     @property
     def variants(self) -> list[Mutant]:
@@ -81,12 +91,17 @@ def load(lab: str) -> dict[str, Exercise]:
     data = yaml.safe_load(path.read_text()) or {}
     exercises = {}
     for answer, spec in data.items():
-        mutants = [Mutant(answer, m["name"], m.get("why", ""), [tuple(r) for r in m["replace"]])
-                   for m in spec.get("mutants", [])]
-        right = [Mutant(answer, m["name"], m.get("why", ""), [tuple(r) for r in m["replace"]], right=True)
-                 for m in spec.get("right", [])]
-        exercises[answer] = Exercise(answer, list(spec["tests"]), mutants, right)
+        mutants = [_mutant(answer, m) for m in spec.get("mutants", [])]
+        right = [_mutant(answer, m, right=True) for m in spec.get("right", [])]
+        exercises[answer] = Exercise(answer, list(spec["tests"]), mutants, right,
+                                     dict(spec.get("requirements") or {}))
     return exercises
+
+
+def _mutant(answer: str, spec: dict, right: bool = False) -> Mutant:
+    breaks = spec.get("breaks") or ()
+    return Mutant(answer, spec["name"], spec.get("why", ""), [tuple(r) for r in spec["replace"]], right,
+                  (breaks,) if isinstance(breaks, str) else tuple(breaks), spec.get("mistake"))
 
 
 def strip_solution_markers(source: str) -> str:

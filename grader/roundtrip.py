@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde, gradebook, mutants, trim
+from grader import autograde, gradebook, mutants, requirements, trim
 from grader.grading_templates import Templates
 from grader.proof import keys, ledger
 from grader.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
@@ -219,7 +219,8 @@ def _collect(prep: Prepared, raws: dict, grading_dir: Path):
         visible = {gid: e[3] for gid, e in raw["errors"].items()}
         graded[student] = Graded(student, scores, errors, {a: m.name for a, m in g.round.items() if not m.right},
                                  visible, {a: m.name for a, m in g.round.items() if m.right}, raw["seconds"],
-                                 frozenset(left_out), prep.solved.get(student, frozenset()))
+                                 frozenset(left_out), prep.solved.get(student, frozenset()),
+                                 {gid: e[2] for gid, e in raw["errors"].items()})
     return graded, leftover, problems
 
 
@@ -261,7 +262,8 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
                          f"grading of the same inputs: {d}" for d in ledger.differences(entry.result, raw)]
         raws[student] = raw
     graded, leftover, grading_problems = _collect(prep, raws, grading_dir)
-    problems = grading_problems + problems + judge(graded, prep.exercises, prep.skipped)
+    problems = grading_problems + problems + judge(graded, prep.exercises, prep.skipped,
+                                                    requirements.test_sources(lab))
     records = {g.key: ledger.Entry(g.key, s, g.variants(), g.left_out, dataclasses.asdict(g.parts), raws[s])
                for s, g in prep.gradings.items() if s in raws}
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, prep.skipped,

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import requirements
+
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
 
@@ -23,6 +25,7 @@ class Graded:
     seconds: float = 0.0  # the autograde run's wall time
     left_out: frozenset = frozenset()  # cells this submission was graded without (trimmed demos, ...)
     solved: frozenset = frozenset()  # answer grade_ids graded in the solution's own form
+    lines: dict = field(default_factory=dict)  # grade_id -> line of the cell its first error names
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -211,7 +214,11 @@ def right_problems(graded: dict, exercises: dict) -> list[str]:
     return problems
 
 
-def judge(graded: dict, exercises: dict, skipped: list) -> list[str]:
-    """Every way the autograder can be wrong, as readable problems (empty: right both ways)."""
+def judge(graded: dict, exercises: dict, skipped: list, sources: dict | None = None) -> list[str]:
+    """Every way the autograder can be wrong, as readable problems (empty: right both ways).
+    ``sources`` (test cell grade_id -> source): also trace each mutant to the requirement it
+    breaks (``grader.requirements``)."""
+    linked = requirements.link_problems(graded, exercises, sources) if sources is not None else []
     return (solution_problems(graded) + trim_problems(graded, exercises, skipped)
-            + untouched_problems(graded) + mutant_problems(graded, exercises) + right_problems(graded, exercises))
+            + untouched_problems(graded) + mutant_problems(graded, exercises) + linked
+            + right_problems(graded, exercises))
