@@ -214,22 +214,73 @@ def _kind(value):
     return "number" if not isinstance(value, (bool, str)) else type(value)
 
 
+def _options(number):
+    """{letter: text} of a multiple-choice question's options, as the learner reads them."""
+    cells = _cells(course.solution_path(LAB))
+    [text] = [c.source for gid, c in cells.items()
+              if gid.endswith("_text") and f"### Question {number} " in c.source]
+    return dict(re.findall(r"^- \*\*([A-D])\*\* (.*)$", text, flags=re.MULTILINE))
+
+
+def _by_length(number, pick):
+    """The option a learner who reads only lengths picks: ``pick`` is max (longest) or min."""
+    options = _options(number)
+    return pick(options, key=lambda letter: len(options[letter]))
+
+
+# Strategies for multiple choice that need no knowledge: always one letter, or an option's length.
+LENGTH_STRATEGIES = {"longest option": max, "shortest option": min}
+
+
 def _blind_scores(sources=None):
-    """``{kind: (best points, its constant)}``: the best constant answer per question type, graded
-    by the quiz's real test cells (visible and hidden), or by ``sources`` ``{tests id: source}``."""
+    """``{kind: (best points, its strategy)}``: the best blind strategy per question type (a
+    constant, or for letters also the longest or shortest option), graded by the quiz's real test
+    cells (visible and hidden), or by ``sources`` ``{tests id: source}``."""
     cells = _cells(course.solution_path(LAB))
     sources = sources or {t: cells[t].source for _, _, t, *_ in QUESTIONS}
     by_kind = {}
     for number, answer, tests, var, value, points in QUESTIONS:
-        by_kind.setdefault(_kind(value), []).append((sources[tests], var, points))
+        by_kind.setdefault(_kind(value), []).append((sources[tests], var, points, number))
     numeric_keys = [v for *_, v, _ in QUESTIONS if _kind(v) == "number"]
     best = {}
     for kind, questions in by_kind.items():
         candidates = list(dict.fromkeys(BLIND_CONSTANTS[kind] + (numeric_keys if kind == "number" else [])))
-        scored = [(sum(p for src, var, p in questions if _failure(src, var, guess) is None), guess)
+        scored = [(sum(p for src, var, p, _ in questions if _failure(src, var, guess) is None), guess)
                   for guess in candidates]
+        if kind is str:
+            scored += [(sum(p for src, var, p, n in questions if _failure(src, var, _by_length(n, pick)) is None), name)
+                       for name, pick in LENGTH_STRATEGIES.items()]
         best[kind] = max(scored, key=lambda s: s[0])
     return best
+
+
+def test_no_option_length_gives_the_answer_away():
+    """Picking the longest (or the shortest) option scores at most one question above chance."""
+    cells = _cells(course.solution_path(LAB))
+    choices = [(n, cells[t].source, var) for n, _, t, var, v, _ in QUESTIONS if isinstance(v, str)]
+    chance = len(choices) / 4
+    for name, pick in LENGTH_STRATEGIES.items():
+        right = [n for n, src, var in choices if _failure(src, var, _by_length(n, pick)) is None]
+        assert len(right) <= chance + 1, f"the {name} is the answer to questions {right}"
+    assert all(len(_options(n)) == 4 for n, *_ in choices)
+
+
+def test_the_length_check_would_catch_a_key_that_is_always_the_longest(monkeypatch):
+    """The length check can fail: with every keyed option padded to be the longest, as the quiz
+    once had it for 8 of 14 questions, the longest option answers them all."""
+    keyed = {n: v for n, _, _, _, v, _ in QUESTIONS if isinstance(v, str)}
+    real = _options
+
+    def padded(number):
+        options = real(number)
+        options[keyed[number]] += " " + "x" * 200
+        return options
+
+    monkeypatch.setitem(globals(), "_options", padded)
+    cells = _cells(course.solution_path(LAB))
+    right = [n for n, _, t, var, v, _ in QUESTIONS
+             if isinstance(v, str) and _failure(cells[t].source, var, _by_length(n, max)) is None]
+    assert len(right) == len(keyed) > len(keyed) / 4 + 1
 
 
 def test_the_key_is_spread_over_letters_and_booleans():
