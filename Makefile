@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The developers' environment: the course's (requirements.txt), the hub and the test tools.
 ENVIRONMENT := requirements-dev.txt
 
-.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade grade-mine new-lab prove gpu-check setup clean help learner-pack
+.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade review grade-mine new-lab prove gpu-check setup clean help learner-pack
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -67,6 +67,9 @@ bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory, start-up sha
 
 grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port] [FULL=1: also demo cells no test reads]
 	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(FULL),--full)
+
+review: $(STAMP)  ## release flagged grades you have looked at to the LMS export: make review WHO="student/lab ..." [OUT=.grading/class]
+	PYTHONPATH=. $(BIN)/python -m grader.class_review $(WHO) $(if $(OUT),--out $(OUT))
 
 grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make grade-mine NB=notebooks/01_x/01_x.ipynb
 	PYTHONPATH=. $(BIN)/python -m grader.self_grade $(NB)

@@ -10,15 +10,23 @@ reach it. It reads the learner's cells (every cell that is not the course's: ans
 cells the learner added or edited) and flags, for review, any use of:
 
 - the IPython shell (``get_ipython`` beyond a few harmless magics), IPython/ipykernel/Jupyter
-  modules, tracing (``sys.settrace``/``setprofile``), ``sys.modules``/import hooks, ``builtins``;
+  modules, tracing (``sys.settrace``/``setprofile``/``sys.monitoring``), ``sys.modules``/import
+  hooks, ``builtins``;
 - dynamic code and introspection that can do all of the above out of sight: ``exec``, ``eval``,
-  ``compile``, ``__import__``, ``importlib``, ``ctypes``, ``marshal``, ``pickle`` loads, ``gc``
-  referrers, frame access, dunder attributes such as ``__globals__``/``__code__``/``__dict__``;
+  ``compile``, ``__import__``, dynamic imports (``importlib`` beyond ``importlib.metadata``),
+  ``ctypes``, ``marshal``, ``pickle`` loads, ``gc`` referrers, frames (``inspect.currentframe``,
+  ``sys._getframe``...), dunder attributes such as ``__globals__``/``__code__``/``__dict__``;
 - assigning an attribute of an imported module (``raylab.checks.f = ...``, ``np.isclose = ...``);
 - rebinding, at the top level, a builtin name or a name a course cell imported (``print = ...``,
   ``check_exercise = lambda *a: None``).
 
-A flagged submission is graded as usual and listed for review; its grade is not changed. A
+Importing a toolbox module (``sys``, ``inspect``, ``importlib``, ``types``, ``traceback``) cannot
+by itself change a later cell, and an environment report reads ``sys.version`` naturally: such a
+module is flagged only for its risky members (``TOOLBOX``), or when it is handed around under
+another name, where the scan could no longer see which member is used.
+
+A flagged submission is graded as usual and listed for review; its grade is not changed, but the
+LMS export holds it until an instructor has looked (``grader/class_review.py``). A
 learner can still *write* a mechanism this list does not name (README's guarantees say what is
 left); the round trips prove that no solution of the course is flagged.
 """
@@ -35,9 +43,20 @@ STATE_LINE = "[grader] registered before this test cell ran: "  # grader/nbgrade
 
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "pinfo", "pinfo2", "who", "whos", "pwd", "env"}
 RISKY_MODULES = {"IPython", "ipykernel", "jupyter_client", "zmq", "traitlets", "nbgrader", "ctypes",
-                 "marshal", "importlib", "builtins", "__builtin__", "gc", "inspect", "dill",
-                 "cloudpickle", "pickle", "code", "codeop", "runpy", "types", "sys", "linecache",
-                 "traceback"}
+                 "marshal", "builtins", "__builtin__", "gc", "dill", "cloudpickle", "pickle", "code",
+                 "codeop", "runpy", "linecache"}
+# Modules an honest answer imports for harmless members; what each offers that can change how a
+# later cell runs (every member, for importlib, but its metadata and resources readers).
+TOOLBOX = {
+    "sys": {"settrace", "setprofile", "monitoring", "_getframe", "_current_frames", "modules",
+            "meta_path", "path_hooks", "path_importer_cache", "excepthook", "displayhook",
+            "addaudithook", "call_tracing", "setrecursionlimit"},
+    "inspect": {"currentframe", "stack", "trace", "getouterframes", "getinnerframes"},
+    "types": {"CodeType", "FunctionType", "CellType", "MethodType", "FrameType"},
+    "traceback": set(),
+    "importlib": None,  # None: every member is risky but those in IMPORTLIB_READERS
+}
+IMPORTLIB_READERS = {"metadata", "resources"}
 RISKY_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "setattr",
                "delattr", "get_ipython", "breakpoint"}
 RISKY_ATTRS = {"settrace", "setprofile", "_getframe", "modules", "meta_path", "path_hooks",
@@ -113,6 +132,7 @@ def _findings(tree, course_modules: set, course_names: dict) -> set[str]:
     found = set()
     own_modules, own_imports = _imported_names(tree)
     modules = course_modules | own_modules
+    found |= _toolbox_findings(tree)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -140,6 +160,42 @@ def _findings(tree, course_modules: set, course_names: dict) -> set[str]:
         if name in course_names and own_imports.get(name) == course_names[name]:
             continue  # the same import again (``import ray`` in an answer cell): harmless
         found.add(f"rebinds {name!r} ({'a builtin' if name in BUILTIN_NAMES else 'imported by the course'})")
+    return found
+
+
+def _risky_member(module: str, member: str) -> bool:
+    risky = TOOLBOX[module]
+    return member not in IMPORTLIB_READERS if risky is None else member in risky
+
+
+def _toolbox_findings(tree) -> set[str]:
+    """Risky members of the toolbox modules: imported by name, reached as ``module.member``, or
+    out of sight because the module itself is passed around (``m = sys``, ``getattr(sys, ...)``)."""
+    found, aliases = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                root, _, rest = a.name.partition(".")
+                if root in TOOLBOX:
+                    aliases[a.asname or root] = root
+                    if rest and _risky_member(root, rest.split(".")[0]):
+                        found.add(f"imports {a.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            root, _, rest = node.module.partition(".")
+            if root in TOOLBOX:
+                members = [rest.split(".")[0]] if rest else [a.name for a in node.names]
+                found |= {f"imports {node.module}.{m}" if rest else f"imports {m} from {root}"
+                          for m in members if m == "*" or _risky_member(root, m)}
+    reached = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            reached.add(id(node.value))
+            if _risky_member(aliases[node.value.id], node.attr):
+                found.add(f"uses {aliases[node.value.id]}.{node.attr}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in aliases and id(node) not in reached \
+                and isinstance(node.ctx, ast.Load):
+            found.add(f"hands the module {aliases[node.id]} around")
     return found
 
 

@@ -169,6 +169,9 @@ def test_exports(graded_class):
     assert set(rows) == set(CLASS)
     assert rows["ada"][LAB] == "6" and rows["ada"]["total"] == "6" and rows["ada"]["max_total"] == "6"
     assert rows["bob"][LAB] == "0" and LAB in rows["dee"]["needs_review"]
+    # lea's grade is flagged (tampering): held back from the LMS until an instructor has reviewed it
+    assert rows["lea"][LAB] == "" and rows["lea"]["held_for_review"] == LAB and rows["lea"]["max_total"] == "0"
+    assert rows["ada"]["held_for_review"] == ""
     nbg = list(csv.DictReader((exports / "nbgrader_grades.csv").open()))
     assert {r["student_id"] for r in nbg} >= {"ada", "bob"}
     ada = next(r for r in nbg if r["student_id"] == "ada" and r["assignment"] == LAB)

@@ -69,6 +69,31 @@ def test_every_tampering_mechanism_is_flagged():
         assert found and why in found[0], (code, found)
 
 
+def test_toolbox_imports_are_flagged_for_their_risky_members_only():
+    """An environment report's sys, inspect or importlib.metadata cannot change a later cell; a
+    frame, a dynamic import, sys.modules or the module handed around (out of the scan's sight) can."""
+    honest = ["import sys\nprint(sys.version, sys.executable, sys.version_info.major)",
+              "import importlib\nprint(importlib.metadata.version('ray'))",
+              "from importlib.metadata import version\nprint(version('ray'))",
+              "import inspect\nprint(inspect.signature(print))",
+              "import types\nns = types.SimpleNamespace(a=1)",
+              "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()"]
+    for code in honest:
+        assert tamper_scan.flags(_nb(code + "\ndef double(x):\n    return 2 * x")) == [], code
+    risky = {"import inspect as i\nf = i.currentframe()": "inspect.currentframe",
+             "from sys import modules\nmodules.clear()": "modules from sys",
+             "import importlib\nb = importlib.import_module('builtins')": "importlib.import_module",
+             "import importlib.util": "importlib.util",
+             "from inspect import *": "* from inspect",
+             "import sys as s\nhook = s.monitoring": "sys.monitoring",
+             "import sys\nm = sys": "hands the module sys around",
+             "import sys\nf = getattr(sys, 'set' + 'trace')": "hands the module sys around",
+             "import types\nf = types.FunctionType(double.__code__, {})": "types.FunctionType"}
+    for code, why in risky.items():
+        found = tamper_scan.flags(_nb(code + "\ndef double(x):\n    return 2 * x"))
+        assert found and why in found[0], (code, found)
+
+
 def test_course_cells_and_re_imports_are_not_the_learners():
     nb = _nb("import math\nfrom raylab.checks import check_thing\ndef double(x):\n    return 2 * x")
     assert tamper_scan.flags(nb) == []
