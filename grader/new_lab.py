@@ -45,6 +45,7 @@ def double(x):
 #%% tests {short}_double_tests points=1
 from raylab.checks import check_equal
 
+# requirement: doubles_any_number
 check_equal(double(3), 6, "double(3)", hint="reread exercise 1")
 ### BEGIN HIDDEN TESTS
 check_equal(double(-2.5), -5.0, "double(-2.5)")
@@ -63,13 +64,18 @@ raylab.teardown()
 MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grader/mutants.py.
 {short}_double_answer:
   tests: [{short}_double_tests]
+  requirements:
+    doubles_any_number: return twice the number given, integer or not
   mutants:
     - name: adds_two
       why: confuses doubling with adding two
+      breaks: [doubles_any_number]
       replace:
         - ['return 2 * x', 'return x + 2']
     - name: integer_only
       why: rounds to an integer, which breaks on fractional input
+      breaks: [doubles_any_number]
+      mistake: edge_case
       replace:
         - ['return 2 * x', 'return int(2 * x)']
 '''
@@ -81,7 +87,9 @@ Next steps (docs/authoring.md explains each):
   2. Replace the example exercise with exercises that run the learner's Ray code on the lab's
      cluster; Validate (the visible tests) must check each exercise's behaviour on one input,
      hidden tests other inputs, cluster shapes and edge cases.
-  3. Give every exercise at least two realistic mutants in {mutants_file}.
+  3. In {mutants_file}, list each exercise's requirements (what its prompt asks), mark them in
+     the test cells (# requirement: id above the checks that enforce each) and give every
+     exercise at least two realistic mutants, each naming the requirements it breaks.
   4. Tag cells that teach a claim (tags=claim:Cnn) and list the claim in grader/claims.yaml.
   5. make release, then make prove LAB={name}: solution full marks, untouched 0, every mutant caught,
      visible catch rate >= 80 %.
