@@ -15,15 +15,18 @@ The worst case below adds up, for limits ``c``, ``m`` and ``p`` (none of them ``
 * **noticing the failures**: each of those attempts ends in a failure. A worker that stops
   answering is declared dead only after the worker health-check timeout ``D``
   (``RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S``, 600 s: ``_internal/constants.py:39-40``, used at
-  ``_internal/execution/worker_group/worker_group.py:767``); a preemption whose node reports no
-  deadline is waited out for ``P`` = 120 s (``DEFAULT_PREEMPTION_DEADLINE_S``,
-  ``_internal/constants.py:70-73``, used at ``_internal/execution/controller/controller.py:743-746``).
+  ``_internal/execution/worker_group/worker_group.py:767``); a preemption is waited out until the
+  deadline the preempted node announced (the earliest one when several nodes go, the node's drain
+  deadline as Ray Core reports it: ``_internal/execution/preemption.py:206-209``), or for 120 s
+  after it was noticed when the node announced none (``DEFAULT_PREEMPTION_DEADLINE_S``,
+  ``_internal/constants.py:70-73``, used at ``_internal/execution/controller/controller.py:732-746``).
+  ``P`` is therefore the longest such wait: 120 s by default, longer for nodes that announce a
+  longer notice (pass it as ``preemption_wait_s``).
   At most ``m + 1`` of the failures are worker failures and at most ``p + 1`` preemptions, so this
   term is ``m * D + p * P + max(D, P)``.
 
 It is an upper bound for the model above, not a prediction: most failures are noticed within a
-health-check interval (2 s), and a node that reports its preemption deadline is waited for until
-that deadline instead of ``P``.
+health-check interval (2 s), and a preemption is waited out only until its node's deadline.
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ def default_detection_s() -> float:
 
 
 def default_preemption_wait_s() -> float:
-    """How long Ray Train waits out a preemption whose node reports no deadline."""
+    """How long Ray Train waits out a preemption whose node reports no deadline (a node that reports
+    one is waited for until that deadline, which can be later)."""
     from ray.train.v2._internal import constants  # internal, pinned: Ray 2.58.0
 
     return float(constants.DEFAULT_PREEMPTION_DEADLINE_S)
@@ -60,7 +64,8 @@ def worst_case_terms(failure_config, *, start_timeout_s: float, attempt_s: float
     ``noticing failures``. Every term is ``math.inf`` when a limit is ``-1`` (retry for ever).
 
     ``failure_config`` is a ``ray.train.FailureConfig`` (or anything with its three limits);
-    ``detection_s`` and ``preemption_wait_s`` default to Ray's own values (600 s and 120 s).
+    ``detection_s`` and ``preemption_wait_s`` default to Ray's own values (600 s, and 120 s: the
+    wait for a node that announces no deadline; give the longest notice your nodes announce instead).
     """
     c, m, p = _limits(failure_config)
     d = default_detection_s() if detection_s is None else float(detection_s)
