@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The developers' environment: the course's (requirements.txt), the hub and the test tools.
 ENVIRONMENT := requirements-dev.txt
 
-.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade review grade-mine new-lab prove gpu-check setup clean help learner-pack
+.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade review grade-mine new-lab prove gpu-check setup clean help learner-pack workshop workshop-release workshop-collect workshop-feedback workshop-down
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -96,6 +96,18 @@ workshop: $(STAMP) $(HUB_PROXY)  ## as root: JupyterHub for a room: make worksho
 	PYTHONPATH=. $(BIN)/python -m grader.workshop --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
 	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS)) \
 	  $(if $(HUB_SSL_CERT),--ssl-cert $(HUB_SSL_CERT) --ssl-key $(HUB_SSL_KEY))
+
+workshop-release: $(STAMP)  ## as root, room running: release more labs to the exchange and the formgrader: make workshop-release LABS="03_checkpoints_and_report .." [STATE=..]
+	PYTHONPATH=. $(BIN)/python -m grader.workshop --release-only $(if $(STATE),--state $(STATE)) --labs $(LABS)
+
+workshop-collect: $(STAMP)  ## as root: collect a lab's submissions (refusing any not written by the learner it names): make workshop-collect LAB=00_lab_setup [STATE=..]
+	PYTHONPATH=. $(BIN)/python -m grader.workshop_feedback collect $(LAB) $(if $(STATE),--state $(STATE))
+
+workshop-feedback: $(STAMP)  ## as root, after make grade: release a lab's feedback to its learners: make workshop-feedback LAB=00_lab_setup [STATE=..]
+	PYTHONPATH=. $(BIN)/python -m grader.workshop_feedback release $(LAB) $(if $(STATE),--state $(STATE))
+
+workshop-down: $(STAMP)  ## as root: stop the hub, remove the room's accounts, group, cgroups and state (keeps the course folder unless PURGE=1): make workshop-down [STATE=..]
+	PYTHONPATH=. $(BIN)/python -m grader.workshop_down $(if $(STATE),--state $(STATE)) $(if $(PURGE),--purge)
 
 learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key
 	PYTHONPATH=. $(BIN)/python -m grader.learner_pack

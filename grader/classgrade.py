@@ -30,7 +30,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from grader import autograde, class_exports, course, gradebook, isolation
+from grader import autograde, class_course, class_exports, course, gradebook, isolation
 from grader.class_progress import Progress, print_summary
 from grader.class_units import Unit, digest, discover  # noqa: F401 - the tests use them from here
 from grader.grading_templates import Templates
@@ -178,6 +178,10 @@ class ClassGrader:
     # --- outputs -------------------------------------------------------------------------------
     def export(self) -> None:
         class_exports.write_all(self.out, self.state, self.labs, self.course_args)
+        course_folder = class_course.course_of(self.submissions)
+        if course_folder is not None:  # the workshop hub's collect: one gradebook, refusals reported
+            class_course.publish(course_folder, self.out, self.state, self.labs)
+            class_course.report_refusals(course_folder, self.out / "exports")
 
     def summary(self, units: list[Unit]) -> dict:
         return print_summary(units, self.state, self.out / "exports")

@@ -36,7 +36,8 @@ import sys
 from pathlib import Path
 
 from grader.workshop_accounts import (  # noqa: F401 - the tests and the hub use these names from here
-    TEST_PASSWORD_ENV, Roster, ensure_group, ensure_user, read_roster, user_exists)
+    TEST_PASSWORD_ENV, Roster, ensure_group, ensure_user, group_exists, read_roster, user_exists)
+from grader import workshop_confine as confine
 from grader.workshop_limits import GIB, LearnerGroup, Limits, describe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,8 +47,9 @@ PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 # The state folder's layout and the clone's permissions are grader.workshop_state's job; the tests,
 # the hub config and workshop_feedback use the names from here.
 from grader.workshop_state import (  # noqa: E402,F401
-    COURSE_ID, DEFAULT_STATE, INSTRUCTOR_GROUP, LEARNER_JUPYTER_CONFIG, LEARNER_VISIBLE, VENV_BIN,
-    State, close_answer_key, free_port, lay_out, learner_python, require_clone_reachable, sysconfig_path)
+    COURSE_ID, DEFAULT_STATE, INSTRUCTOR_CSP, INSTRUCTOR_GROUP, LEARNER_JUPYTER_CONFIG, LEARNER_VISIBLE, VENV_BIN,
+    State, close_answer_key, free_port, lay_out, learner_python, record_created, require_clone_reachable,
+    sysconfig_path)
 
 
 def _nbgrader_api(state: State, **coursedir):
@@ -106,15 +108,20 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
 
 def write_hub_config(state: State, roster: Roster, ip: str, port: int,
                      ssl_cert: str | None = None, ssl_key: str | None = None,
-                     limits: Limits | None = None) -> Path:
+                     limits: Limits | None = None, confined: bool = False) -> Path:
+    """``confined``: each server in its own mount namespace (grader.workshop_confine), running the
+    course venv's own interpreter; else the servers run :func:`learner_python`."""
+    shown = confine_shown(state) if confined else {}
     settings = {
-        "root": str(ROOT), "python": str(learner_python(state)), "proxy": str(PROXY),
+        "root": str(ROOT), "python": str(VENV_BIN / "python") if confined else str(learner_python(state)),
+        "confine_shown": shown, "proxy": str(PROXY),
         "venv_prefix": sys.prefix,
         "state": str(state.root), "hub_dir": str(state.hub), "course": str(state.course),
         "learner_config": str(state.learner_config),
         "instructor_config": str(state.instructor_config),
         "ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
         "learners": roster.learners, "instructors": roster.instructors, "course_id": COURSE_ID,
+        "instructor_group": state.instructor_group,
         "ssl_cert": ssl_cert, "ssl_key": ssl_key,
         "limits": (limits or Limits()).as_dict(),
     }
@@ -127,6 +134,12 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int,
         "from grader.workshop_hub import configure\n"
         f"configure(get_config(), json.load(open({str(state.hub / 'workshop.json')!r})))  # noqa: F821\n")
     return config
+
+
+def confine_shown(state: State) -> dict[str, list[str]]:
+    """What each side's servers see of the machine besides the system and their home."""
+    python = confine.python_paths(ROOT)
+    return {"learner": python + [str(state.exchange), str(state.learner_config)], "instructor": python}
 
 
 def install_proxy() -> None:
@@ -155,6 +168,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
     install_proxy()
     # nbgrader runs console scripts of its environment (alembic) by name.
     os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+    group_is_new = not group_exists(state.instructor_group)
     ensure_group(state.instructor_group)
     new_passwords = {}
     for name in roster.everyone:
@@ -163,6 +177,9 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
             new_passwords[name] = password
     closed = close_answer_key()
     lay_out(state, roster)
+    # What `make workshop-down` undoes: only what this set-up created or changed.
+    record_created(state, users=list(new_passwords), group=state.instructor_group if group_is_new else None,
+                   closed=closed)
     if new_passwords:
         passwords = state.hub / "passwords.txt"
         fd = os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -175,14 +192,41 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
     print(f"[workshop] released {len(labs)} lab(s) to the exchange {state.exchange}")
     limits = limits or Limits()
     print(f"[workshop] per-learner limits: {probe_limits(limits)}")
-    return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key, limits)
+    problem = confine.probe(confine_shown(state)["learner"])
+    print("[workshop] learners' servers: " + (
+        "own mount namespace (only their home, the course's Python and the exchange; private /tmp; "
+        "hidepid=2 /proc), the grader's Python" if problem is None else
+        f"NOT confined here ({problem}): other checkouts, processes and /tmp are visible to learners, "
+        f"and they run {learner_python(state)}"))
+    return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key, limits, confined=problem is None)
+
+
+def release_more(state: State, labs: list[str]) -> int:
+    """``make workshop-release LABS=..``: release more labs while the room runs, into the course's
+    gradebook too (a lab released by hand with ``nbgrader release_assignment`` is not there, and
+    the formgrader then never shows it)."""
+    from grader.course import labs as course_labs
+
+    settings_path = state.hub / "workshop.json"
+    if not settings_path.exists():
+        raise SystemExit(f"no workshop in {state.root} ({settings_path} is missing): start it with make workshop")
+    unknown = sorted(set(labs) - set(course_labs()))
+    if not labs or unknown:
+        raise SystemExit(f"name the labs to release: LABS=\"..\" from {' '.join(course_labs())}"
+                         + (f" (unknown: {' '.join(unknown)})" if unknown else ""))
+    settings = json.loads(settings_path.read_text())
+    state.instructor_group = settings.get("instructor_group", state.instructor_group)
+    os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+    release(state, labs, settings["learners"])
+    print(f"[workshop] released {' '.join(labs)} to the exchange {state.exchange} and the course gradebook")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     from grader.course import labs as course_labs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--roster", required=True, help="one learner a line; 'instructor: login' lines")
+    parser.add_argument("--roster", help="one learner a line; 'instructor: login' lines")
     parser.add_argument("--state", default=str(DEFAULT_STATE), help="state folder (default %(default)s)")
     parser.add_argument("--ip", default=os.environ.get("HUB_IP") or "127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT") or 8000))
@@ -198,7 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learner-tasks", type=int, default=int(os.environ.get("LEARNER_TASKS") or 4096),
                         help="processes + threads per learner (cgroup pids.max and RLIMIT_NPROC; 0: none)")
     parser.add_argument("--no-start", action="store_true", help="set up only")
+    parser.add_argument("--release-only", action="store_true",
+                        help="release --labs on the running room's state folder (gradebook, exchange) and stop")
     args = parser.parse_args(argv)
+    if args.release_only:
+        return release_more(State(Path(args.state).resolve()), args.labs or [])
+    if not args.roster:
+        parser.error("--roster is required (one learner login a line, 'instructor: login' lines)")
     config = set_up(read_roster(args.roster), State(Path(args.state).resolve(), args.instructor_group), ip=args.ip,
                     port=args.port, labs=args.labs or course_labs(), ssl_cert=args.ssl_cert,
                     ssl_key=args.ssl_key,

@@ -53,6 +53,14 @@ def user_exists(name: str) -> bool:
         return False
 
 
+def group_exists(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
 def ensure_group(name: str) -> int:
     try:
         return grp.getgrnam(name).gr_gid

@@ -1,9 +1,9 @@
 """The instructor's side of grading on the workshop hub: collect, then release the class grader's
 feedback through nbgrader's exchange (issue 17).
 
-    sudo PYTHONPATH=. .venv/bin/python -m grader.workshop_feedback collect 00_lab_setup
+    sudo make workshop-collect LAB=00_lab_setup
     sudo make grade SUBMISSIONS=/srv/raylab-workshop/course/submitted
-    sudo PYTHONPATH=. .venv/bin/python -m grader.workshop_feedback release 00_lab_setup --graded .grading/class
+    sudo make workshop-feedback LAB=00_lab_setup
 
 ``collect`` is nbgrader's collect on the hub's course folder (the latest submission of every
 learner to ``<state>/course/submitted/<learner>/<lab>/``). ``release`` takes each learner's
@@ -24,8 +24,16 @@ from grader import workshop
 
 
 def collect(state: workshop.State, lab: str) -> list[str]:
+    """nbgrader's collect through the course's configuration, whose collect refuses a submission
+    not written by the learner it names (grader.workshop_exchange); each refusal is printed here,
+    kept in the course folder and reported again by ``make grade``."""
+    from grader.workshop_exchange import read_refusals
+
     result = workshop._nbgrader_api(state).collect(lab)
     workshop._check(result, f"collect {lab}")
+    for entry in read_refusals(state.course):
+        if entry["lab"] == lab:
+            print(f"[workshop] REFUSED {entry['folder']}: {entry['reason']} (kept out of {entry['named_learner']}'s grade)")
     submitted = state.course / "submitted"
     return sorted(p.name for p in submitted.iterdir() if (p / lab).is_dir()) if submitted.is_dir() else []
 

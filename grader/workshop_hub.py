@@ -25,6 +25,7 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Dict, Set
 
+from grader import workshop_confine as confine
 from grader.workshop_limits import LearnerGroup, Limits, describe
 
 
@@ -35,8 +36,16 @@ class WorkshopSpawner(LocalProcessSpawner):
     learner_limits = Dict(config=True, help="grader.workshop_limits.Limits fields; empty: no limits")
     limited_users = Set(config=True, help="the users whose servers get the limits (the learners)")
 
+    confine_shown = Dict(config=True, help="'learner'/'instructor' -> paths their servers see "
+                         "(grader.workshop_confine); empty: no mount namespace")
+
     def make_preexec_fn(self, name):
         drop_root = super().make_preexec_fn(name)
+        if self.confine_shown:
+            home = pwd.getpwnam(name).pw_dir
+            plan = (confine.learner_plan(home, self.confine_shown["learner"]) if name in self.limited_users
+                    else confine.instructor_plan(home, self.confine_shown["instructor"]))
+            drop_root = confine.preexec(plan, then=drop_root)
         if name not in self.limited_users or not self.learner_limits:
             return drop_root
         group = LearnerGroup(name, Limits(**self.learner_limits)).create()
@@ -107,6 +116,7 @@ def configure(c, settings: dict) -> None:
     c.JupyterHub.spawner_class = WorkshopSpawner
     c.WorkshopSpawner.learner_limits = settings.get("limits") or {}
     c.WorkshopSpawner.limited_users = set(settings["learners"])
+    c.WorkshopSpawner.confine_shown = settings.get("confine_shown") or {}
     c.Spawner.cmd = [settings["python"], "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = 120

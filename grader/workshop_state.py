@@ -9,6 +9,7 @@ clone (:data:`LEARNER_VISIBLE`): :func:`close_answer_key` closes the rest to oth
 from __future__ import annotations
 
 import grp
+import json
 import os
 import shutil
 import socket
@@ -26,6 +27,8 @@ COURSE_ID = "ray-train-tune"
 LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"
 DEFAULT_STATE = Path(os.environ.get("RAYLAB_WORKSHOP_STATE", "/srv/raylab-workshop"))
 INSTRUCTOR_GROUP = "raylab-instructors"
+EXCHANGE_MODULE = "raylab_workshop_exchange"  # grader/workshop_exchange.py, as the instructors' servers import it
+INSTRUCTOR_CSP = "frame-ancestors 'self'"
 # What a learner may read in this clone (top-level names); everything else is closed to others.
 LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
                    "requirements.txt", "constraints.txt", "environment.yml", ".gitignore"}
@@ -138,6 +141,24 @@ class State:
         return self.root / "instructor-config"
 
 
+CREATED = "created.json"  # in the hub folder: the accounts, group and modes make workshop-down undoes
+
+
+def record_created(state: State, *, users: list[str], group: str | None, closed: dict[str, int]) -> None:
+    """Add to the hub folder's record of what set-up created (a restart creates nothing new, and
+    keeps the accounts and the clone's first modes recorded by the first start)."""
+    path = state.hub / CREATED
+    record = json.loads(path.read_text()) if path.exists() else {"users": [], "groups": [], "closed": {}}
+    record["users"] += [name for name in users if name not in record["users"]]
+    if group and group not in record["groups"]:
+        record["groups"].append(group)
+    for entry, mode in closed.items():
+        record["closed"].setdefault(entry, mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(record, handle, indent=1)
+
+
 def _nbgrader_exchange_config(state: State) -> str:
     # Validate runs the notebook: Ray start-up and a Train fit take tens of seconds on 2 cores,
     # past nbgrader's default of 30 s a cell (the course's own timeouts, grader/nbgrader_config.py).
@@ -160,13 +181,34 @@ def lay_out(state: State, roster: Roster) -> None:
         shutil.rmtree(state.learner_config)
     shutil.copytree(LEARNER_JUPYTER_CONFIG, state.learner_config)
     (state.learner_config / "nbgrader_config.py").write_text(_nbgrader_exchange_config(state))
+    server = state.learner_config / "jupyter_server_config.json"
+    server.write_text(json.dumps(_with_terminal_shell(json.loads(server.read_text())), indent=2))
     for path in [state.learner_config, *state.learner_config.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    # Instructors: nbgrader's defaults (formgrader on) with this course folder.
+    # Instructors: nbgrader's defaults (formgrader on) with this course folder, a collect that
+    # refuses submissions written by another account, and no Autograde outside the sandbox
+    # (grader.workshop_exchange, copied where instructors may import it: this clone is closed).
     course_config = (_nbgrader_exchange_config(state)
                      + f"c.CourseDirectory.root = {str(state.course)!r}\n"
                      + f"c.CourseDirectory.db_url = 'sqlite:///{state.course}/gradebook.db'\n"
-                     + "c.CourseDirectory.groupshared = True\n")
+                     + "c.CourseDirectory.groupshared = True\n"
+                     + f"import sys\nsys.path.insert(0, {str(state.instructor_config)!r})\n"
+                     + f"c.ExchangeFactory.collect = '{EXCHANGE_MODULE}.CheckedCollect'\n"
+                     + f"c.Autograde.autograde_preprocessors = ['{EXCHANGE_MODULE}.RefuseAutograde']\n")
     _mkdir(state.instructor_config, 0o750, grp.getgrnam(state.instructor_group).gr_gid)
     (state.instructor_config / "nbgrader_config.py").write_text(course_config)
     (state.course / "nbgrader_config.py").write_text(course_config)
+    module = state.instructor_config / f"{EXCHANGE_MODULE}.py"
+    shutil.copy(ROOT / "grader" / "workshop_exchange.py", module)
+    os.chmod(module, 0o644)
+    # The formgrader tab of JupyterLab frames the instructor's own formgrader page: JupyterHub's
+    # single-user server forbids every frame ("frame-ancestors 'none'"); allow its own origin.
+    (state.instructor_config / "jupyter_server_config.json").write_text(json.dumps(
+        _with_terminal_shell({"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": INSTRUCTOR_CSP}}}})))
+
+
+def _with_terminal_shell(config: dict) -> dict:
+    """A terminal runs bash as is, not a login shell: Debian's /etc/profile would replace the PATH
+    the hub gives (the course's python, ray and nbgrader first)."""
+    config.setdefault("ServerApp", {})["terminado_settings"] = {"shell_command": ["/bin/bash"]}
+    return config

@@ -96,3 +96,9 @@ def test_a_clone_other_users_cannot_enter_stops_the_hub_with_its_reason():
         require_clone_reachable(closed / "clone")  # reachable now: no error
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_workshop_targets_are_phony():
+    """`workshop/` is a folder: without .PHONY, `make workshop` would say "is up to date"."""
+    phony = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:"))
+    assert {"workshop", "workshop-release", "workshop-collect", "workshop-feedback", "workshop-down"} <= set(phony.split())

@@ -186,10 +186,17 @@ def _server_environment(name: str) -> dict:
     return {}
 
 
-# Run as a learner: what can they read? Prints one JSON object.
+# Run as a learner: what can they read, which processes and /tmp entries do they see, which Python
+# do they run? Prints one JSON object.
 PROBE = r"""
 import json, os, sys
 root, state, other_home, hidden_marker = sys.argv[1:5]
+def owner(pid):
+    try:
+        return next(int(l.split()[1]) for l in open(f'/proc/{pid}/status') if l.startswith('Uid:'))
+    except (OSError, StopIteration):
+        return None
+pids = [int(p) for p in os.listdir('/proc') if p.isdigit()]
 hidden_marker = hidden_marker.encode()
 def readable(path):
     try:
@@ -202,7 +209,7 @@ def readable(path):
         return False
 targets = json.loads(sys.argv[5])
 hits = []
-for top in (root, state, '/home'):
+for top in (root, state, '/home', '/opt', '/srv', '/tmp', '/var/tmp', '/work', '/root'):
     for folder, dirs, files in os.walk(top, onerror=lambda e: None):
         dirs[:] = [d for d in dirs if d not in ('.venv', 'node_modules')]
         for f in files:
@@ -213,8 +220,36 @@ for top in (root, state, '/home'):
                         hits.append(path)
             except OSError:
                 pass
-print(json.dumps({"readable": {t: readable(t) for t in targets}, "hidden_test_text_in": hits}))
+print(json.dumps({"readable": {t: readable(t) for t in targets}, "hidden_test_text_in": hits,
+                  "pids": pids, "uids": sorted({owner(p) for p in pids} - {None}),
+                  "tmp": sorted(os.listdir('/tmp')), "python": [sys.version, os.path.realpath(sys.executable)]}))
 """
+
+
+def _in_server(name: str, argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``argv`` as ``name`` inside that user's server's mount namespace: what their server,
+    kernels and terminals see of the machine."""
+    server = _server_process(name)
+    assert server is not None, f"{name}'s server is not running"
+    entry = pwd.getpwnam(name)
+    cmd = [shutil.which("nsenter"), f"--target={server.pid}", "--mount", "--", "/usr/bin/setpriv",
+           f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--", *argv]
+    return subprocess.run(cmd, env=env or _server_environment(name), capture_output=True, text=True,
+                          timeout=120, cwd="/")
+
+
+def _decoy_checkout(tag: str) -> list[Path]:
+    """Other copies of the course's answer key, readable by everyone, where a careless machine has
+    them: another clone in /opt, a scratch copy in /tmp."""
+    decoys = []
+    for top in (Path("/opt"), Path("/tmp")):
+        folder = top / f"rlw-decoy-{tag}" / "solutions" / LAB
+        folder.mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / LAB / f"{LAB}.ipynb", folder)
+        for path in [top / f"rlw-decoy-{tag}", *(top / f"rlw-decoy-{tag}").rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        decoys.append(folder / f"{LAB}.ipynb")
+    return decoys
 
 
 def test_learner_logs_in_and_gets_a_learner_server(hub):
@@ -268,20 +303,39 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
               hub.state / "exchange" / workshop.COURSE_ID / "inbound",
               other_home / ".ray" / "auth_token"]
     released = hub.state / "exchange" / workshop.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
-    opened = [ROOT / "notebooks" / LAB / f"{LAB}.ipynb", released]
+    decoys = _decoy_checkout(secrets.token_hex(3))
+    closed += decoys
+    opened = [released]
     assert all(p.exists() for p in closed + opened), [str(p) for p in closed + opened if not p.exists()]
+    (hub.auth or {}).get(me) or _start_server(hub, me)
+    other_server = _server_process(other) or (_start_server(hub, other) and _server_process(other))
     env = {**user_environment(me, settings), "HOME": pwd.getpwnam(me).pw_dir, "USER": me}
-    out = subprocess.run(
-        [shutil.which("runuser") or "/usr/sbin/runuser", "-u", me, "--", settings["python"], "-c", PROBE, str(ROOT), str(hub.state),
-         str(other_home), "BEGIN HIDDEN TESTS", json.dumps([str(p) for p in closed + opened])],
-        capture_output=True, text=True, timeout=120, env=env, cwd="/")
+    args = ["-c", PROBE, str(ROOT), str(hub.state), str(other_home), "BEGIN HIDDEN TESTS",
+            json.dumps([str(p) for p in closed + opened])]
+    try:
+        out = _in_server(me, [settings["python"], *args], env)
+        # The control: the same probe as the same learner outside the server's namespace (the
+        # system's Python: the course's lives under /root) reads the decoys and sees other users.
+        bare = subprocess.run([shutil.which("runuser"), "-u", me, "--", "/usr/bin/python3", *args],
+                              capture_output=True, text=True, timeout=120, env=env, cwd="/")
+    finally:
+        for decoy in decoys:
+            shutil.rmtree(decoy.parents[2], ignore_errors=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    seen = json.loads(out.stdout)
-    print(json.dumps(seen, indent=1))
+    seen, outside = json.loads(out.stdout), json.loads(bare.stdout)
+    print(json.dumps({k: v for k, v in seen.items() if k != "pids"}, indent=1))
     assert [p for p in map(str, closed) if seen["readable"][p]] == []
     assert all(seen["readable"][str(p)] for p in opened)
     assert seen["hidden_test_text_in"] == []
-    # The probe's search is not blind: root finds the hidden tests in the clone and the course.
+    # Processes: the learner's own only (hidepid=2); the other learner's server is not among them.
+    assert seen["uids"] == [pwd.getpwnam(me).pw_uid], seen["uids"]
+    assert other_server.pid not in seen["pids"]
+    assert not [e for e in seen["tmp"] if e == "ray" or e.startswith("rlw-decoy")], seen["tmp"]
+    # The same learner's server runs the grader's interpreter (this venv's, from /root's pyenv).
+    assert seen["python"] == [sys.version, os.path.realpath(sys.executable)]
+    # The probe is not blind: outside the namespace the decoys are readable and others' processes seen.
+    assert all(outside["readable"][str(p)] for p in decoys), outside["readable"]
+    assert len(outside["uids"]) > 1
     assert "BEGIN HIDDEN TESTS" in (ROOT / "solutions" / LAB / f"{LAB}.ipynb").read_text()
 
 
@@ -380,6 +434,119 @@ def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
     assert collected.exists(), sorted(str(p) for p in (hub.state / "course").rglob("*"))[:40]
 
 
+def _children_running(name: str, marker: str, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for proc in _processes_of([name]):
+            try:
+                if marker in " ".join(proc.cmdline()):
+                    return proc
+            except Exception:  # noqa: BLE001 - a process that ended meanwhile
+                continue
+        time.sleep(0.5)
+    return None
+
+
+def test_learner_kernel_and_terminal_run_the_graders_python(hub):
+    """A kernel the learner starts runs the very interpreter the grader runs (this venv's); in a
+    terminal, ``python``, ``ray`` and ``nbgrader`` are the course venv's."""
+    name = hub.learners[0]
+    auth = (hub.auth or {}).get(name) or _start_server(hub, name)
+    base = f"{hub.url}/user/{name}/api"
+    kernel = requests.post(f"{base}/kernels", json={"name": "python3"}, headers=auth, timeout=120)
+    assert kernel.status_code == 201, kernel.text[:500]
+    terminal = requests.post(f"{base}/terminals", headers=auth, timeout=120)
+    assert terminal.status_code == 200, terminal.text[:500]
+    try:
+        process = _children_running(name, "ipykernel_launcher")
+        assert process is not None, "no kernel process"
+        assert os.path.realpath(f"/proc/{process.pid}/exe") == os.path.realpath(sys.executable)
+        shell = _children_running(name, "/bin/bash")
+        assert shell is not None, "no terminal shell"
+        env = shell.environ()
+        found = _in_server(name, ["/bin/bash", "-c", "command -v python ray nbgrader"], env)
+        assert found.returncode == 0, (found.stdout, found.stderr[-500:])
+        venv_bin = str(workshop.VENV_BIN)
+        assert found.stdout.split() == [f"{venv_bin}/{tool}" for tool in ("python", "ray", "nbgrader")]
+        version = _in_server(name, ["/bin/bash", "-c", "python -c 'import sys; print(sys.version)'"], env)
+        assert version.stdout.strip() == sys.version
+    finally:
+        requests.delete(f"{base}/kernels/{kernel.json()['id']}", headers=auth, timeout=60)
+        requests.delete(f"{base}/terminals/{terminal.json()['name']}", headers=auth, timeout=60)
+
+
+
+RAY_OWNER = r"""
+import json, sys
+from raylab.cluster import start_cluster
+from ray._private.services import find_gcs_addresses
+ctx = start_cluster(num_cpus=1)
+print(json.dumps({"gcs": ctx.address_info["gcs_address"]}), flush=True)
+sys.stdin.readline()  # the other learner's cluster is running now
+find_gcs_addresses.cache_clear()
+print(json.dumps({"found": sorted(find_gcs_addresses())}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_each_learners_ray_finds_only_their_own_cluster(hub):
+    """With both learners' clusters running, the lookup Ray's clients use when no address is given
+    (it reads the process table: "Found multiple active Ray instances" when it finds several)
+    finds only the learner's own cluster; root, outside the learners' namespaces, finds both."""
+    from ray._private.services import find_gcs_addresses
+
+    procs, seen = [], {}
+    try:
+        for name in hub.learners:
+            (hub.auth or {}).get(name) or _start_server(hub, name)
+            server, entry = _server_process(name), pwd.getpwnam(name)
+            proc = subprocess.Popen(
+                [shutil.which("nsenter"), f"--target={server.pid}", "--mount", "--", "/usr/bin/setpriv",
+                 f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
+                 str(workshop.VENV_BIN / "python"), "-c", RAY_OWNER],
+                env=_server_environment(name), cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True)
+            procs.append(proc)
+            line = proc.stdout.readline()
+            assert line, f"{name}'s cluster did not start"
+            seen[name] = json.loads(line)
+        find_gcs_addresses.cache_clear()
+        everyone = set(find_gcs_addresses())
+        for name, proc in zip(hub.learners, procs):
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            seen[name].update(json.loads(proc.stdout.readline()))
+    finally:
+        for proc in procs:
+            try:
+                proc.communicate("\n", timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+    for name, cluster in seen.items():
+        assert cluster["found"] == [cluster["gcs"]], (name, cluster)
+    assert {c["gcs"] for c in seen.values()} <= everyone, everyone
+
+
+def test_formgrader_frames_in_jupyterlab_and_autograde_points_to_make_grade(hub):
+    """The instructor's formgrader may be framed by their own JupyterLab (its Formgrader tab), a
+    learner's pages by nothing; the formgrader's Autograde button (its API call) runs nothing and
+    names `make grade` (it would run learner code as the instructor, outside the sandbox)."""
+    teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
+    page = requests.get(f"{hub.url}/user/{hub.instructor}/formgrader", headers=teacher, timeout=120)
+    assert page.headers.get("Content-Security-Policy") == workshop.INSTRUCTOR_CSP, page.headers
+    learner = hub.learners[0]
+    mine = (hub.auth or {}).get(learner) or _start_server(hub, learner)
+    lab = requests.get(f"{hub.url}/user/{learner}/lab", headers=mine, timeout=120)
+    assert "frame-ancestors 'none'" in lab.headers.get("Content-Security-Policy", ""), lab.headers
+    submitted = hub.state / "course" / "submitted" / learner / LAB
+    assert submitted.is_dir(), "collected by the test before"
+    reply = requests.post(f"{hub.url}/user/{hub.instructor}/formgrader/api/submission/{LAB}/{learner}/autograde",
+                          headers=teacher, timeout=300)
+    assert reply.status_code == 200, reply.text[:500]
+    result = reply.json()
+    assert result["success"] is False and "make grade" in (result.get("error") or "") + (result.get("log") or ""), result
+
+
 def _wait_for_api(hub: Hub, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while True:
@@ -418,3 +585,67 @@ def test_hub_state_survives_a_restart(hub):
     assert secret.read_bytes() == before
     again = session.get(f"{hub.url}/hub/api/user", timeout=30)
     assert again.status_code == 200 and again.json()["name"] == name
+
+
+def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
+    """`make workshop-down` on a room of its own (one learner with a running server, one
+    instructor): the hub stops, the learner's processes end, the accounts (with their homes), the
+    instructors' group, the learner's control groups and the state folder are gone; the course
+    folder (submissions, gradebook) is kept, root only. Accounts that existed before are kept."""
+    from grader.workshop_limits import LearnerGroup, Limits
+
+    tag = secrets.token_hex(3)
+    learner, instructor, group = f"rlw-{tag}d", f"rlw-{tag}j", f"rlw-{tag}h"
+    state = Path(tempfile.mkdtemp(prefix="rlw-down-", dir="/tmp"))
+    os.chmod(state, 0o755)
+    roster = tmp_path / "roster.txt"
+    roster.write_text(f"{learner}\ninstructor: {instructor}\nnobody\n")  # nobody: an existing account
+    env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
+    setup = subprocess.run([sys.executable, "-m", "grader.workshop", "--roster", str(roster), "--state", str(state),
+                            "--port", str(_free_port()), "--labs", LAB, "--instructor-group", group, "--no-start"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert setup.returncode == 0, setup.stderr[-2000:]
+    port = json.loads((state / "hub" / "workshop.json").read_text())["port"]
+    log = tmp_path / "hub.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(workshop.VENV_BIN / "jupyterhub"), "-f", str(state / "hub" / "jupyterhub_config.py")],
+                                cwd=state / "hub", stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    room = Hub(f"http://127.0.0.1:{port}", state, [learner], instructor, proc, log)
+    try:
+        _wait_for_api(room, 150)
+        _start_server(room, learner)
+        assert _server_process(learner) is not None
+        groups = LearnerGroup(learner, Limits()).create().folders
+        down = subprocess.run([sys.executable, "-m", "grader.workshop_down", "--state", str(state)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+        print(down.stdout)
+        assert down.returncode == 0, down.stderr[-2000:]
+        assert proc.wait(timeout=60) is not None
+        assert _processes_of([learner, instructor]) == []
+        assert not workshop.user_exists(learner) and not workshop.user_exists(instructor)
+        assert workshop.user_exists("nobody"), "an account that existed before was removed"
+        assert not Path(f"/home/{learner}").exists()
+        assert subprocess.run(["getent", "group", group], capture_output=True).returncode != 0
+        assert [folder for folder in groups if folder.exists()] == []
+        assert not state.exists()
+        kept = [p for p in state.parent.glob(f"{state.name}-course-*")]
+        assert len(kept) == 1 and (kept[0] / "gradebook.db").exists()
+        assert stat.S_IMODE(kept[0].stat().st_mode) == 0o700
+        # Bad input loses nothing: a folder that holds no room is refused, not deleted.
+        again = subprocess.run([sys.executable, "-m", "grader.workshop_down", "--state", str(kept[0])], cwd=ROOT,
+                               env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode != 0 and "nothing to take down" in again.stderr
+        assert (kept[0] / "gradebook.db").exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        from raylab.cluster import kill_processes
+
+        kill_processes(_processes_of([learner, instructor]))
+        LearnerGroup(learner, Limits()).remove()
+        for name in (learner, instructor):
+            subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
+        subprocess.run(["groupdel", group], capture_output=True, timeout=60)
+        shutil.rmtree(state, ignore_errors=True)
+        for kept in state.parent.glob(f"{state.name}-course-*"):
+            shutil.rmtree(kept, ignore_errors=True)
