@@ -53,8 +53,8 @@ release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader genera
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
 	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
 
-prove: $(STAMP)  ## prove with no cache and record in ledger/: make prove LAB=03_checkpoints_and_report [ADDRESS=host:port]; no LAB: every lab, then the heavy test modules; TESTS=1: those modules only
-	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(TESTS),--tests)
+prove: $(STAMP)  ## prove with no cache and record in ledger/: make prove LAB=03_checkpoints_and_report [ADDRESS=host:port]; no LAB: every lab, then the heavy test modules; TESTS=1: those modules only; MISSES=1: grade only what the ledger lacks
+	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(TESTS),--tests) $(if $(MISSES),--misses)
 
 stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]
 	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)

@@ -5,6 +5,8 @@ record it: the raw results in the ledger (``ledger/<lab>.json``) and what Valida
 It records only a full proof (every mutant and right answer) of a tree whose proof inputs are
 committed, so every entry is a result of the tree as committed. ``--no-record`` grades and judges
 without writing; ``--mutants N`` grades each exercise's first N mutants (never recorded).
+``--misses`` grades only the gradings whose keys the ledger lacks (what ``make test`` would grade)
+and records the whole lab: after a change to a few mutants, only their rounds run again.
 ``--address`` spreads the gradings over a running Ray cluster (each node must hold the course at
 the same path with the same environment, as ``make grade ADDRESS=...`` needs); a grading that ran
 on a machine of another class is keyed by that machine, so it serves only proofs made there.
@@ -25,6 +27,8 @@ def main(argv=None) -> int:
                         help="grade only each exercise's first N mutants (not recorded)")
     parser.add_argument("--only", default=None, metavar="NAME,NAME",
                         help="grade only the mutants named (and every right answer; not recorded)")
+    parser.add_argument("--misses", action="store_true",
+                        help="grade only what the ledger lacks (its stored gradings are judged again)")
     parser.add_argument("--no-record", action="store_true", help="grade and judge, record nothing")
     parser.add_argument("--address", help="grade on a running Ray cluster (e.g. auto or host:6379)")
     parser.add_argument("--tests", action="store_true",
@@ -57,7 +61,7 @@ def main(argv=None) -> int:
     try:
         for lab in labs:
             rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address,
-                               only=only)
+                               only=only, stored=ledger.read(lab) if args.misses else None)
             print(roundtrip.report(rt), flush=True)
             # a recorded proof replaces the record, so it is judged against its own counts (an
             # exercise Validate shows no mutant of still fails); the record's diff shows any drop
