@@ -152,3 +152,26 @@ def worker_group_sizes(exclude: set[str] = frozenset()) -> list[int]:
         if a["ActorClassName"] == "RayTrainWorker" and owner in sizes:
             sizes[owner] += 1
     return sorted(sizes.values())
+
+
+def shared_parts(records: list[dict], most: float = 0.5) -> list[str]:
+    """Pairs of Train workers of one run that trained on the same part of the training split in
+    their last whole epoch (``raylab.capstone_probe``'s ``last_rows``, compared between workers
+    that made as many reports): more than ``most`` of the smaller part in common. Parts dealt by
+    rank (a slice, a ``DistributedSampler``) share nothing, or a padding row; two workers that
+    both think they are rank 0 share everything. Workers with no recognised row are skipped."""
+    found = []
+    by_run: dict = {}
+    for record in records:
+        if record.get("last_rows"):
+            # one worker group: its placement group (two runs may share a name)
+            by_run.setdefault((record.get("group") or record.get("run"), record.get("reports")),
+                              []).append(record)
+    for (run, reports), workers in sorted(by_run.items(), key=lambda kv: str(kv[0])):
+        for i, a in enumerate(workers):
+            for b in workers[i + 1:]:
+                common = len(set(a["last_rows"]) & set(b["last_rows"]))
+                if common > most * min(len(a["last_rows"]), len(b["last_rows"])):
+                    found.append(f"{a.get('run')}: ranks {a.get('rank')} and {b.get('rank')} trained on "
+                                 f"{common} of the same points in epoch {reports}")
+    return found

@@ -18,6 +18,15 @@ records:
   to recognise, and is judged by that count instead;
 * whether a ``DistributedDataParallel`` model ran a training forward pass (``prepare_model``
   wraps the model in DDP whenever there are 2 or more workers);
+* which training rows (their indices in ``train.npz``) it trained on in the last whole epoch
+  (``last_rows``), so that two workers of one run that train on the same part show;
+* how many distinct rows of the held-out splits (``val.npz`` and ``test.npz`` beside
+  ``train.npz``) reached the model in training passes over the whole run (``heldout_rows``):
+  training on the validation or test split;
+
+and, when the job's environment says so (:func:`job_config_env`, ``apart=True``), numbers the
+Train workers of each run as two nodes would (:mod:`raylab.separate_nodes`: local rank 0 on every
+worker), so a script that picks its part of the data by the local rank shows;
 
 and writes them to ``<probe dir>/<pid>.json`` at every ``ray.train.report`` (a trial that the
 scheduler stops is killed, so nothing is written at exit). Nothing the script computes changes.
@@ -32,13 +41,20 @@ from raylab.import_hooks import after_import, setup_hook_env
 
 PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
 TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
+APART_VAR = "RAYLAB_CAPSTONE_NODES_APART"
+HELDOUT_SPLITS = ("val.npz", "test.npz")  # beside the training split
 # What this worker process trained on so far (filled once install() has run).
-STATE = {"rows": set(), "most_rows": 0, "samples": 0, "most_samples": 0, "ddp": False, "reports": 0}
+STATE = {"rows": set(), "most_rows": 0, "samples": 0, "most_samples": 0, "ddp": False, "reports": 0,
+         "last_rows": [], "heldout": set()}
 
 
-def job_config_env(probe_dir: str, train_split: str) -> dict:
-    """Environment for the script's process: every worker of its job runs :func:`install`."""
-    return setup_hook_env(f"{__name__}.install", {PROBE_DIR_VAR: probe_dir, TRAIN_SPLIT_VAR: train_split})
+def job_config_env(probe_dir: str, train_split: str, apart: bool = False) -> dict:
+    """Environment for the script's process: every worker of its job runs :func:`install`; with
+    ``apart`` its Train runs number their workers one per node (:mod:`raylab.separate_nodes`)."""
+    env = {PROBE_DIR_VAR: probe_dir, TRAIN_SPLIT_VAR: train_split}
+    if apart:
+        env[APART_VAR] = "1"
+    return setup_hook_env(f"{__name__}.install", env)
 
 
 def records(probe_dir: str) -> list[dict]:
@@ -65,22 +81,41 @@ def install() -> None:
     probe_dir, split = os.environ.get(PROBE_DIR_VAR), os.environ.get(TRAIN_SPLIT_VAR)
     if not probe_dir or not split:
         return
+    if os.environ.get(APART_VAR) == "1":
+        from raylab import separate_nodes
+
+        separate_nodes.install()
     after_import("torch", lambda: _watch_torch(split))
     after_import("ray.train", lambda: _watch_reports(probe_dir, split))
 
 
 def _rows_of(split: str) -> set:
+    return set(_row_index(split))
+
+
+def _row_index(split: str) -> dict:
+    """``{row bytes: index}`` of a split's rows (float32)."""
     import numpy as np
 
     with np.load(split) as data:
-        return {row.tobytes() for row in np.ascontiguousarray(data["x"], dtype=np.float32)}
+        return {row.tobytes(): i for i, row in enumerate(np.ascontiguousarray(data["x"], dtype=np.float32))}
+
+
+def _heldout_rows(split: str) -> set:
+    """The rows of the held-out splits beside the training split (none when they are not there)."""
+    folder, found = os.path.dirname(split), set()
+    for name in HELDOUT_SPLITS:
+        if os.path.exists(os.path.join(folder, name)):
+            found |= _rows_of(os.path.join(folder, name))
+    return found
 
 
 def _watch_torch(split: str) -> None:
     """Count training rows at the model's first layer and note DDP training forwards."""
     import torch
 
-    train_rows = _rows_of(split)
+    train_rows = _row_index(split)
+    heldout_rows = _heldout_rows(split)
     state = STATE  # the module's, so a test can read it
     state["split_rows"] = len(train_rows)
     linear_forward = torch.nn.Linear.forward
@@ -89,7 +124,9 @@ def _watch_torch(split: str) -> None:
         if self.in_features == 2 and self.training and torch.is_grad_enabled() and isinstance(x, torch.Tensor):
             rows = x.detach().to("cpu", torch.float32).reshape(-1, 2).contiguous().numpy()
             state["samples"] += len(rows)
-            state["rows"] |= {r.tobytes() for r in rows} & train_rows
+            seen = {r.tobytes() for r in rows}
+            state["rows"] |= {train_rows[r] for r in seen if r in train_rows}
+            state["heldout"] |= seen & heldout_rows
         return linear_forward(self, x)
 
     ddp_forward = torch.nn.parallel.DistributedDataParallel.forward
@@ -130,16 +167,21 @@ def end_interval(state: dict) -> None:
     state["reports"] += 1
     state["most_rows"] = max(state["most_rows"], len(state["rows"]))
     state["most_samples"] = max(state["most_samples"], state["samples"])
+    state["last_rows"] = sorted(state["rows"])
     state["rows"], state["samples"] = set(), 0
 
 
 def _write(probe_dir: str, state: dict, split_rows: int) -> None:
+    import ray
     import ray.train
 
     context = ray.train.get_context()
     record = {"pid": os.getpid(), "rank": context.get_world_rank(), "world": context.get_world_size(),
-              "run": context.get_experiment_name(), "reports": state["reports"],
-              "train_rows": state["most_rows"], "train_samples": state["most_samples"], "split_rows": split_rows, "ddp": state["ddp"]}
+              "local_rank": context.get_local_rank(), "run": context.get_experiment_name(),
+              "group": ray.get_runtime_context().get_placement_group_id(),  # one per worker group
+              "reports": state["reports"],
+              "train_rows": state["most_rows"], "train_samples": state["most_samples"], "split_rows": split_rows, "ddp": state["ddp"],
+              "last_rows": state["last_rows"], "heldout_rows": len(state["heldout"])}
     path = os.path.join(probe_dir, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(record, f)
