@@ -177,3 +177,77 @@ def train_blobs_mlp(config: dict, *, batchnorm: bool = False):
             F.cross_entropy(model(x), y).backward()
             opt.step()
     return model
+
+
+def reports_with_a_fake_clock(train_fn, config: dict, *, epoch_seconds=(0.75, 0.5)) -> dict:
+    """Run ``train_fn`` once in this process as the only worker of a Train run (Ray Train's local
+    mode, ``ScalingConfig(num_workers=0)``, with a gloo process group of one, so collectives such
+    as ``all_gather_object`` work) while ``time.perf_counter`` is a clock that moves only inside
+    ``raylab.running_example.train_epoch``: by ``epoch_seconds[k]`` in its k-th call.
+
+    A loop that times each epoch's ``train_epoch`` call then measures exactly ``epoch_seconds``;
+    a clock started once for the whole run, or a record kept from an earlier epoch, measures
+    something else. Returns ``{"reports": [metrics of every ray.train.report, in order],
+    "error": None or what the run raised}``.
+    """
+    import os
+    import socket
+    import time
+
+    import torch.distributed as dist
+
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    import raylab.running_example as rex
+
+    now = [1000.0]
+    calls = [0]
+    reports = []
+    real = {"perf_counter": time.perf_counter, "train_epoch": rex.train_epoch, "report": ray.train.report}
+
+    def fake_clock():
+        return now[0]
+
+    def timed_train_epoch(*args, **kwargs):
+        out = real["train_epoch"](*args, **kwargs)
+        now[0] += epoch_seconds[min(calls[0], len(epoch_seconds) - 1)]
+        calls[0] += 1
+        return out
+
+    def recording_report(metrics, *args, **kwargs):
+        reports.append(dict(metrics))
+        return real["report"](metrics, *args, **kwargs)
+
+    names = getattr(train_fn, "__globals__", {})
+    bound = {name for name, value in names.items() if value is real["perf_counter"]}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torchrun = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    saved_env = {key: os.environ.get(key) for key in torchrun}
+    error = None
+    time.perf_counter = fake_clock
+    for name in bound:
+        names[name] = fake_clock
+    rex.train_epoch, ray.train.report = timed_train_epoch, recording_report
+    os.environ.update(torchrun)
+    try:
+        TorchTrainer(train_fn, train_loop_config=dict(config),
+                     scaling_config=ray.train.ScalingConfig(num_workers=0)).fit()
+    except Exception as exc:  # noqa: BLE001 - reported to the check, which says what it means
+        error = f"{type(exc).__name__}: {str(exc).strip()[-300:]}"
+    finally:
+        time.perf_counter = real["perf_counter"]
+        for name in bound:
+            names[name] = real["perf_counter"]
+        rex.train_epoch, ray.train.report = real["train_epoch"], real["report"]
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    return {"reports": reports, "error": error}

@@ -12,9 +12,10 @@ cluster whose head has no GPU (lab 08's layout) it says "no CUDA" and the run wo
 on CPU. The driver's view is enough only when driver and workers share one machine (a laptop, a
 single GPU box started with ``ray.init()``).
 
-The backend rule mirrors Ray 2.58.0's own (``ray/train/torch/config.py``, ``_TorchBackend.on_start``):
-when ``TorchConfig(backend=None)``, Ray picks ``"nccl"`` if each worker holds at least one GPU,
-``"tpu_dist"`` for TPUs, and ``"gloo"`` otherwise. ``ScalingConfig(use_gpu=True)`` without
+The backend rule gives what Ray 2.58.0's Train V2 picks: when ``TorchConfig(backend=None)``,
+``TorchTrainer.__init__`` (``ray/train/v2/torch/torch_trainer.py``) sets ``"nccl"`` if
+``use_gpu=True``, ``"tpu_dist"`` for TPUs, and ``"gloo"`` otherwise; V2 refuses a GPU in
+``resources_per_worker`` without ``use_gpu``, so "each worker holds a GPU" and ``use_gpu`` agree. ``ScalingConfig(use_gpu=True)`` without
 ``resources_per_worker`` asks for ``{"GPU": 1}`` per worker and **no CPU**.
 """
 from __future__ import annotations
@@ -177,3 +178,85 @@ def torch_config(plan: DevicePlan):
     from ray.train.torch import TorchConfig
 
     return TorchConfig(backend=plan.backend)
+
+
+def moves_on_a_described_gpu(train_fn, config: dict, *, device: str = "cuda:1") -> dict:
+    """Run ``train_fn`` once in Ray Train's local mode (``ScalingConfig(num_workers=0)``, in this
+    process) as a GPU worker whose ``ray.train.torch.get_device()`` is ``device``, on a machine
+    without a GPU, and record where its tensors and modules were sent.
+
+    Ray's ``get_device`` / ``get_devices`` answer ``device`` (so ``prepare_model`` moves the model
+    there too); every ``Tensor.to`` / ``.cuda`` and ``Module.to`` / ``.cuda`` toward CUDA is
+    recorded and left on the CPU, so the loop runs to its end here. Returns ``{"tensors": [(shape,
+    device), ...], "modules": [(class name, device), ...], "error": None or what the run raised}``.
+    """
+    import torch
+    import ray.train
+    import ray.train.torch
+    import ray.train.v2.torch.train_loop_utils as loop_utils
+    from ray.train.torch import TorchTrainer
+
+    target = torch.device(device)
+    seen = {"tensors": [], "modules": [], "error": None}
+
+    def cuda_target(args, kwargs):
+        for value in list(args) + [kwargs.get("device")]:
+            if isinstance(value, (str, torch.device)):
+                try:
+                    dev = torch.device(value)
+                except (RuntimeError, TypeError):
+                    continue
+                if dev.type == "cuda":
+                    return str(dev)
+        return None
+
+    tensor_to, tensor_cuda = torch.Tensor.to, torch.Tensor.cuda
+    module_to, module_cuda = torch.nn.Module.to, torch.nn.Module.cuda
+    saved = {"loop_get_devices": loop_utils.get_devices, "torch_get_devices": ray.train.torch.get_devices}
+
+    def t_to(self, *args, **kwargs):
+        dev = cuda_target(args, kwargs)
+        if dev is None:
+            return tensor_to(self, *args, **kwargs)
+        seen["tensors"].append((tuple(self.shape), dev))
+        return self
+
+    def t_cuda(self, device=None, *args, **kwargs):
+        seen["tensors"].append((tuple(self.shape), str(torch.device("cuda", device) if isinstance(device, int)
+                                                       else torch.device(device or "cuda"))))
+        return self
+
+    def m_to(self, *args, **kwargs):
+        dev = cuda_target(args, kwargs)
+        if dev is None:
+            return module_to(self, *args, **kwargs)
+        seen["modules"].append((type(self).__name__, dev))
+        return self
+
+    def m_cuda(self, device=None):
+        seen["modules"].append((type(self).__name__, str(torch.device("cuda", device) if isinstance(device, int)
+                                                         else torch.device(device or "cuda"))))
+        return self
+
+    torch.Tensor.to, torch.Tensor.cuda = t_to, t_cuda
+    torch.nn.Module.to, torch.nn.Module.cuda = m_to, m_cuda
+    loop_utils.get_devices = ray.train.torch.get_devices = lambda: [target]
+    # prepare_data_loader's wrapper would open a CUDA stream for the copies: a CPU manager instead
+    import ray.train.torch.train_loop_utils as v1_loop_utils
+
+    manager_for = v1_loop_utils.get_torch_device_manager_by_device_type
+    v1_loop_utils.get_torch_device_manager_by_device_type = lambda device_type: manager_for("cpu")
+    set_device, torch.cuda.set_device = torch.cuda.set_device, lambda device: None  # a described GPU only
+    try:
+        TorchTrainer(train_fn, train_loop_config=dict(config),
+                     scaling_config=ray.train.ScalingConfig(num_workers=0)).fit()
+    except Exception as exc:  # noqa: BLE001 - reported to the check, which says what it means
+        seen["error"] = f"{type(exc).__name__}: {str(exc).strip()[-300:]}"
+    finally:
+        torch.Tensor.to, torch.Tensor.cuda = tensor_to, tensor_cuda
+        torch.nn.Module.to, torch.nn.Module.cuda = module_to, module_cuda
+        loop_utils.get_devices = saved["loop_get_devices"]
+        ray.train.torch.get_devices = saved["torch_get_devices"]
+        torch.cuda.set_device = set_device
+        v1_loop_utils.get_torch_device_manager_by_device_type = manager_for
+    return seen

@@ -36,13 +36,16 @@ def train_run(num_workers: int = 2, *, ax=None):
     box(3.8, 4.6, 2.6, 1.0, "TrainController\n(Ray actor)", "#fde6c8")
     box(7.2, 4.6, 2.6, 1.0, "storage_path/name\n(reports, checkpoints)", "#e4f2dc")
     arrow(2.8, 5.1, 3.8, 5.1, "")
-    arrow(6.4, 5.1, 7.2, 5.1, "")
+    arrow(6.4, 5.1, 7.2, 5.1, "")  # the controller keeps its own record of the run there
     width = 9.4 / num_workers
     for rank in range(num_workers):
         x = 0.3 + rank * width
         box(x, 2.2, width - 0.4, 1.2,
             f"RayTrainWorker rank {rank}\n(Ray actor, 1 CPU)\nruns train_loop_per_worker", "#f3dcef")
         arrow(5.1, 4.6, x + (width - 0.4) / 2, 3.4)
+        # each worker's ray.train.report copies its own checkpoint folder to storage
+        arrow(x + (width - 0.4) * 0.75, 3.4, 8.5, 4.6,
+              "report(): the worker uploads\nits checkpoint" if rank == num_workers - 1 else "", style="->")
     box(0.3, 1.0, 9.4, 0.6, "torch.distributed process group (gloo on CPU): DDP's gradient all-reduce",
         "#eeeeee")
     box(0.3, 0.0, 9.4, 0.6, "Ray object store: the pickled train function and config going in; "

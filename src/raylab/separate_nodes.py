@@ -46,3 +46,24 @@ def _one_worker_per_node() -> None:
                 worker.metadata = metadata
 
     worker_group._assign_worker_ranks = staticmethod(assign_as_if_apart)
+
+
+def call(fn, *args, timeout_s: float = 180.0, **kwargs):
+    """``fn(*args, **kwargs)`` in a driver process of its own (joined to this cluster) whose Train
+    runs number their workers as if each ran on a node of its own.
+
+    For a test cell: a Train run the learner's code starts there gives its workers local rank 0,
+    local world size 1 and node rank = world rank, so data sharded or files named by the local
+    rank collide, while world ranks, placement and the process group are those of a normal run.
+    What ``fn`` raises comes back as :class:`raylab.checks.CheckFailed` with its message (a
+    ``CheckFailed`` raised in the child keeps its own text)."""
+    from raylab.checks import CheckFailed
+    from raylab.child_process import run_in_child
+
+    run = run_in_child(lambda: fn(*args, **kwargs), timeout_s=timeout_s, env=job_config_env())
+    if run.error is not None:
+        message = run.error.removeprefix("CheckFailed: ")
+        if run.timed_out:
+            message = f"the run did not finish in {timeout_s:g} s (a rank waiting forever?)"
+        raise CheckFailed(message)
+    return run.value
