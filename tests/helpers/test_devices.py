@@ -57,13 +57,20 @@ def test_backend_rule():
 
 
 def test_backend_rule_matches_ray_source():
-    """Ray 2.58.0 picks nccl / tpu_dist / gloo from the worker's GPU / TPU resources."""
-    from ray.train.torch import config as torch_config
+    """Ray 2.58.0's Train V2 picks nccl / tpu_dist / gloo in TorchTrainer.__init__ from use_gpu
+    (use_tpu); V2 refuses GPUs in resources_per_worker without use_gpu, so a worker holds a GPU
+    exactly when use_gpu is set, which is backend_for's rule."""
+    import ray.train
+    from ray.train.torch import TorchTrainer
 
-    src = inspect.getsource(torch_config._TorchBackend.on_start)
-    assert 'if num_gpus_per_worker > 0:\n                    backend = "nccl"' in src
-    assert 'backend = "tpu_dist"' in src
-    assert 'else:\n                    backend = "gloo"' in src
+    src = inspect.getsource(TorchTrainer.__init__)
+    assert 'torch_config.backend = "tpu_dist"' in src
+    assert 'torch_config.backend = "nccl" if is_gpu_training else "gloo"' in src
+    for use_gpu, gpus in ((True, 1), (False, 0)):
+        trainer = TorchTrainer(lambda config: None, scaling_config=ray.train.ScalingConfig(num_workers=2, use_gpu=use_gpu))
+        assert trainer.backend_config.backend == devices.backend_for(gpus)
+    with pytest.raises(ValueError):
+        ray.train.ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={"GPU": 1})
 
 
 def test_scaling_plans_use_gpus_only_when_there_is_one_per_worker():
