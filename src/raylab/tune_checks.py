@@ -25,18 +25,27 @@ def _key(config: dict) -> tuple:
     return (config.get("lr"), config.get("hidden"))
 
 
-def check_tuned_spirals(results, best, *, lrs, hiddens, epochs: int, metric: str = "val_accuracy") -> None:
-    """Raise :class:`CheckFailed` unless ``results`` is a finished grid over ``lrs`` x ``hiddens``
-    whose trials each reported ``metric`` once per epoch (at most ``epochs``; at least one trial
-    the full ``epochs``) and ``best`` is the trial with the highest last reported ``metric``."""
+def check_spiral_results(results) -> None:
+    """Raise :class:`CheckFailed` unless ``results`` is a ``ResultGrid`` whose trials all finished
+    without an error."""
     check(hasattr(results, "get_best_result") and hasattr(results, "errors"),
           f"tune_spirals returned {type(results).__name__} as results; expected the ResultGrid",
           hint="results = tuner.fit(); return results, best")
     check(not results.errors, f"some trials failed: {results.errors}")
+
+
+def check_spiral_grid(results, *, lrs, hiddens) -> None:
+    """Raise :class:`CheckFailed` unless the trials of ``results`` are the grid ``lrs`` x ``hiddens``,
+    each pair once."""
     expected = sorted((lr, h) for lr in lrs for h in hiddens)
     ran = sorted((_key(r.config) for r in results), key=repr)
     check_equal(ran, sorted(expected, key=repr), "the (lr, hidden) pairs that ran",
                 hint="a grid: tune.grid_search(lrs) and tune.grid_search(hiddens) in the param_space")
+
+
+def check_spiral_reports(results, *, epochs: int, metric: str = "val_accuracy") -> None:
+    """Raise :class:`CheckFailed` unless every trial reported ``metric`` (an accuracy) once per epoch,
+    at most ``epochs`` times, and at least one trial all ``epochs`` times."""
     reports = {}
     for r in results:
         history = r.metrics_dataframe
@@ -52,6 +61,11 @@ def check_tuned_spirals(results, best, *, lrs, hiddens, epochs: int, metric: str
           f"reports per trial {reports}: no trial reported once per epoch for all {epochs} epochs",
           hint="call tune.report inside the epoch loop, after each epoch: a scheduler can only stop a "
                "trial between reports")
+
+
+def check_spiral_best(results, best, *, metric: str = "val_accuracy") -> None:
+    """Raise :class:`CheckFailed` unless ``best`` is the trial of ``results`` with the highest last
+    reported ``metric``."""
     check(best is not None and hasattr(best, "config") and hasattr(best, "metrics"),
           f"best is {type(best).__name__}; expected the Result of the best trial",
           hint="results.get_best_result() (the TuneConfig's metric and mode)")
@@ -61,6 +75,17 @@ def check_tuned_spirals(results, best, *, lrs, hiddens, epochs: int, metric: str
                 + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(last.items())),
                 hint=f"the best trial has the highest last reported {metric}: maximise it "
                      "(mode='max') and read it from the ResultGrid")
+
+
+def check_tuned_spirals(results, best, *, lrs, hiddens, epochs: int, metric: str = "val_accuracy") -> None:
+    """Raise :class:`CheckFailed` unless ``results`` is a finished grid over ``lrs`` x ``hiddens``
+    whose trials each reported ``metric`` once per epoch (at most ``epochs``; at least one trial
+    the full ``epochs``) and ``best`` is the trial with the highest last reported ``metric``
+    (the four checks above, in that order)."""
+    check_spiral_results(results)
+    check_spiral_grid(results, lrs=lrs, hiddens=hiddens)
+    check_spiral_reports(results, epochs=epochs, metric=metric)
+    check_spiral_best(results, best, metric=metric)
 
 
 # --- an interrupted experiment ------------------------------------------------------------------
@@ -137,34 +162,60 @@ def epochs_run(log_dir: str) -> dict:
     return runs
 
 
-def check_recovered(results, log_dir: str, *, lrs, hidden: int, epochs: int, crash_lr: float,
-                    crash_epoch: int, before: dict) -> None:
-    """Raise :class:`CheckFailed` unless ``results`` (what the recovery returned) holds every trial
-    finished, the finished trials did not run again, and the crashed trial went on from its last
-    checkpoint (epochs ``crash_epoch`` .. ``epochs - 1`` once more, nothing before them)."""
+def check_recovered_experiment(results, *, lrs) -> None:
+    """Raise :class:`CheckFailed` unless ``results`` (what the recovery returned) is a ``ResultGrid``
+    that holds the interrupted experiment's trials, one per learning rate of ``lrs``."""
     check(hasattr(results, "errors") and hasattr(results, "get_dataframe"),
           f"recover returned {type(results).__name__}; expected the ResultGrid of the restored run",
           hint="tuner = tune.Tuner.restore(...); return tuner.fit()")
-    check_equal(sorted(r.config.get("lr", float("nan")) for r in results), sorted(lrs), "the trials (lr) in the recovered results",
+    check_equal(sorted(r.config.get("lr", float("nan")) for r in results), sorted(lrs),
+                "the trials (lr) in the recovered results",
                 hint="restore the experiment (tune.Tuner.restore) instead of starting a new one")
+
+
+def _again(log_dir: str, before: dict, lr: float, hidden: int) -> list:
+    return epochs_run(log_dir).get((lr, hidden), [])[len(before.get((lr, hidden), [])):]
+
+
+def check_errored_resumed(results, log_dir: str, *, hidden: int, epochs: int, crash_lr: float,
+                          crash_epoch: int, before: dict) -> None:
+    """Raise :class:`CheckFailed` unless no trial of ``results`` is errored any more and the crashed
+    trial went on from its last checkpoint (epochs ``crash_epoch`` .. ``epochs - 1`` once more,
+    nothing before them), every trial recording ``epochs`` iterations."""
     check(not results.errors, f"after the recovery some trials still errored: {results.errors}",
           hint="Tuner.restore leaves errored trials as they are unless you ask for them "
                "(resume_errored=True or restart_errored=True)")
-    now = epochs_run(log_dir)
-    for lr in lrs:
-        again = now.get((lr, hidden), [])[len(before.get((lr, hidden), [])):]
-        if lr != crash_lr:
-            check_equal(again, [], f"epochs the finished trial lr={lr} ran again during the recovery",
-                        hint="a finished trial is never rerun by Tuner.restore; a new Tuner runs everything again")
-        else:
-            check_equal(again, list(range(crash_epoch, epochs)),
-                        f"epochs the crashed trial lr={lr} ran during the recovery (it crashed at epoch "
-                        f"{crash_epoch}, after a checkpoint of epoch {crash_epoch - 1})",
-                        hint="resume_errored=True continues from the trial's last checkpoint; "
-                             "restart_errored=True starts it from scratch")
+    check_equal(_again(log_dir, before, crash_lr, hidden), list(range(crash_epoch, epochs)),
+                f"epochs the crashed trial lr={crash_lr} ran during the recovery (it crashed at epoch "
+                f"{crash_epoch}, after a checkpoint of epoch {crash_epoch - 1})",
+                hint="resume_errored=True continues from the trial's last checkpoint; "
+                     "restart_errored=True starts it from scratch")
     for r in results:
         check_equal(r.metrics.get("training_iteration"), epochs, f"iterations recorded for trial lr={r.config.get('lr')}")
 
 
-__all__ = ["CheckFailed", "check_tuned_spirals", "spiral_trial_that_crashes_once", "interrupted_spirals",
-           "epochs_run", "check_recovered"]
+def check_finished_kept(log_dir: str, *, lrs, hidden: int, crash_lr: float, before: dict) -> None:
+    """Raise :class:`CheckFailed` if a trial other than the crashed one ran any epoch again."""
+    for lr in lrs:
+        if lr != crash_lr:
+            check_equal(_again(log_dir, before, lr, hidden), [],
+                        f"epochs the finished trial lr={lr} ran again during the recovery",
+                        hint="a finished trial is never rerun by Tuner.restore; a new Tuner runs everything again")
+
+
+def check_recovered(results, log_dir: str, *, lrs, hidden: int, epochs: int, crash_lr: float,
+                    crash_epoch: int, before: dict) -> None:
+    """Raise :class:`CheckFailed` unless ``results`` (what the recovery returned) holds every trial
+    finished, the finished trials did not run again, and the crashed trial went on from its last
+    checkpoint (epochs ``crash_epoch`` .. ``epochs - 1`` once more, nothing before them): the three
+    checks above."""
+    check_recovered_experiment(results, lrs=lrs)
+    check_errored_resumed(results, log_dir, hidden=hidden, epochs=epochs, crash_lr=crash_lr,
+                          crash_epoch=crash_epoch, before=before)
+    check_finished_kept(log_dir, lrs=lrs, hidden=hidden, crash_lr=crash_lr, before=before)
+
+
+__all__ = ["CheckFailed", "check_tuned_spirals", "check_spiral_results", "check_spiral_grid",
+           "check_spiral_reports", "check_spiral_best", "spiral_trial_that_crashes_once", "interrupted_spirals",
+           "epochs_run", "check_recovered", "check_recovered_experiment", "check_errored_resumed",
+           "check_finished_kept"]
