@@ -130,7 +130,8 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
     for attempt in range(1, START_ATTEMPTS + 1):
         before = descendant_pids()
         try:
-            return ray.init(**kwargs)
+            with env_vars(**own_address_env()):
+                return ray.init(**kwargs)
         except Exception as exc:
             # Whatever the failure, the half-started processes are ours to remove: left running
             # they hold ports and memory until the kernel exits.
@@ -146,6 +147,25 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
 
 
 START_ATTEMPTS = 2
+
+# Ray Train's placement-group cleaner (and any Ray client given no address) looks for "the" cluster
+# by scanning the machine's process table for GCS servers. With another cluster on the machine
+# (another learner, a grader) it dies with "Found multiple active Ray instances: {...}", naming the
+# other users' clusters, and its traceback reaches the notebook late, in whatever cell runs next
+# (measured on the shared 2-core machine, 6 Dec 2026). Ray reads RAY_ADDRESS first, so the cluster's
+# processes get this cluster's address, on a GCS port chosen here (RAY_GCS_SERVER_PORT). Only while
+# ray.init starts them: they copy the environment then, and the kernel's own environment is left as
+# it was (ray.init(address="local") ignores RAY_ADDRESS; a later subprocess behaves as before).
+def own_address_env() -> dict[str, str]:
+    """RAY_ADDRESS and RAY_GCS_SERVER_PORT for the cluster about to start, on a free port."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        port = probe.getsockname()[1]
+    # A loopback host: Ray resolves it to the node's own address (the GCS listens on every interface).
+    return {"RAY_GCS_SERVER_PORT": str(port), "RAY_ADDRESS": f"127.0.0.1:{port}"}
+
 
 # Opt-in switch: RAYLAB_RAY_AUTH=token starts the course's clusters with Ray's token
 # authentication (tests/helpers/test_ray_auth.py measures what it refuses). Off by default: the labs

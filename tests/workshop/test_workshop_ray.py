@@ -126,3 +126,58 @@ def test_another_learner_cannot_submit_work_to_a_learners_ray_cluster():
         for name in (owner, other):
             subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
         shutil.rmtree(state.root, ignore_errors=True)
+
+
+OTHER_CLUSTER = r"""
+import sys, ray
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+print("up", flush=True)
+sys.stdin.readline()
+"""
+
+LOOKUP = r"""
+import json, os
+from raylab.cluster import start_cluster
+import ray
+from ray._private import services
+
+ctx = start_cluster(num_cpus=1)
+
+@ray.remote
+def lookup(drop_address):
+    # What Ray Train's placement-group cleaner does in its worker: find "the" cluster, no address given.
+    if drop_address:
+        os.environ.pop("RAY_ADDRESS", None)
+    services.find_gcs_addresses.cache_clear()
+    try:
+        return services.canonicalize_bootstrap_address_or_die(None)
+    except ConnectionError as exc:
+        return "ConnectionError: " + str(exc)[:80]
+
+print(json.dumps({"gcs": ctx.address_info["gcs_address"], "kernel_env": os.environ.get("RAY_ADDRESS"),
+                  "found": ray.get(lookup.remote(False)), "without": ray.get(lookup.remote(True))}))
+ray.shutdown()
+"""
+
+
+def test_a_clusters_own_processes_find_it_with_another_cluster_on_the_machine():
+    """raylab.cluster gives the cluster's processes their own address (RAY_ADDRESS, only while
+    ray.init starts them): with a second cluster on the machine, the lookup Ray Train's placement-
+    group cleaner makes in its worker finds this cluster; without that variable (the control) it
+    fails with "Found multiple active Ray instances", the traceback that reached notebooks late.
+    The kernel's own environment keeps no RAY_ADDRESS."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("RAY_ADDRESS", None)
+    other = subprocess.Popen([sys.executable, "-c", OTHER_CLUSTER], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert other.stdout.readline().strip() == "up"
+        run = subprocess.run([sys.executable, "-c", LOOKUP], env=env, capture_output=True, text=True, timeout=240)
+    finally:
+        other.communicate("\n", timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    port = seen["gcs"].rsplit(":", 1)[1]
+    assert seen["found"].endswith(f":{port}"), seen
+    assert seen["without"].startswith("ConnectionError: Found multiple active Ray instances"), seen
+    assert seen["kernel_env"] is None, seen
