@@ -50,13 +50,25 @@ def release(state: workshop.State, lab: str, graded: Path) -> list[str]:
             continue
         dest = state.course / "feedback" / learner / lab
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(page, dest / page.name)
+        (dest / page.name).write_text(for_learner(page.read_text(), graded / "autograded" / learner / lab / f"{lab}.ipynb"))
         for name in ("timestamp.txt", "submission_secret.txt"):
             shutil.copy(source / name, dest / name)
         released.append(learner)
     if released:
         workshop._check(workshop._nbgrader_api(state).release_feedback(lab), f"release_feedback {lab}")
     return released
+
+
+def for_learner(page: str, graded_notebook: Path) -> str:
+    """The feedback page as the learner gets it: without the grading sandbox's noise
+    (grader.workshop_noise), and each generic hint saying whether the failing check of its cell
+    was a visible or a hidden one (grader.workshop_hints)."""
+    from grader import workshop_hints, workshop_noise
+
+    page, _ = workshop_noise.scrub(page)
+    if graded_notebook.exists():
+        page, _ = workshop_hints.refine(page, graded_notebook.read_text())
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,14 +3,17 @@
 - PAM login (JupyterHub's default authenticator) for the roster's accounts only; instructors are
   the hub's admins. State (sqlite database, cookie secret, proxy pid) lives in the state folder's
   ``hub/``, so a restarted hub keeps its users and sessions.
-- Each user's server (``jupyterhub.singleuser`` with the course's packages, run by
-  :func:`grader.workshop.learner_python`) runs as that system user, from their home folder (instructors: from the course folder, for formgrader).
+- Each user's server (``jupyterhub.singleuser`` with the course's packages, run by the venv's
+  python, or :func:`grader.workshop.learner_python` where namespaces are refused) runs as that system user, from their home folder (instructors: from the course folder, for formgrader).
 - Learners get the learner JupyterLab (``workshop/learner-jupyter-config``: no Create Assignment,
   no formgrader, no course list) and nbgrader's exchange for the Assignments tab and Validate.
 - Every server gets its own Ray temp folder (``RAY_TMPDIR``, read by Ray 2.58.0's
   ``get_default_system_temp_dir``; Ray's default ``/tmp/ray`` is one folder for the whole machine)
   and ``TMPDIR`` in the user's home (0700), and Ray's token authentication:
   ``RAYLAB_RAY_AUTH=token`` + ``RAY_AUTH_MODE=token`` + a token file only that user can read.
+- Every server runs in a mount namespace of its own (:mod:`grader.workshop_confine`): a learner's
+  sees only the system, their home, the course's Python and the exchange, with private ``/tmp``
+  and a ``hidepid=2`` ``/proc``; everyone's runs the course venv's own interpreter.
 - Every learner's server runs in that learner's control group with CPU, memory and task limits,
   and with RLIMIT_NPROC (:mod:`grader.workshop_limits`; :class:`WorkshopSpawner`). Instructors'
   servers are not limited (they grade a class from there).
