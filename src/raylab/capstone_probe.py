@@ -21,8 +21,8 @@ records:
 * which training rows (their indices in ``train.npz``) it trained on in the last whole epoch
   (``last_rows``), so that two workers of one run that train on the same part show;
 * how many distinct rows of the held-out splits (``val.npz`` and ``test.npz`` beside
-  ``train.npz``) reached the model in training passes over the whole run (``heldout_rows``):
-  training on the validation or test split;
+  ``train.npz``) the model trained on over the whole run (``heldout_rows``): rows of a training
+  pass whose backward pass ran (a validation pass without ``torch.no_grad()`` does not count);
 
 and, when the job's environment says so (:func:`job_config_env`, ``apart=True``), numbers the
 Train workers of each run as two nodes would (:mod:`raylab.separate_nodes`: local rank 0 on every
@@ -126,7 +126,13 @@ def _watch_torch(split: str) -> None:
             state["samples"] += len(rows)
             seen = {r.tobytes() for r in rows}
             state["rows"] |= {train_rows[r] for r in seen if r in train_rows}
-            state["heldout"] |= seen & heldout_rows
+            held = seen & heldout_rows
+            out = linear_forward(self, x)
+            if held and out.requires_grad:
+                # trained on only when a backward pass runs through them: a validation pass
+                # without torch.no_grad() goes through here too, and never calls backward
+                out.register_hook(lambda grad, held=held: state["heldout"].update(held))
+            return out
         return linear_forward(self, x)
 
     ddp_forward = torch.nn.parallel.DistributedDataParallel.forward

@@ -24,9 +24,10 @@ WATCH = textwrap.dedent("""
         model(xv)                       # evaluation on val: not training, not counted
     capstone_probe.end_interval(capstone_probe.STATE)
     model(x[1:200:2])                   # epoch 2: 100 odd rows
-    model(torch.cat([xv[:30], xt[:5]])) # and 35 held-out rows in a training pass
+    model(xv).sum()                     # validation in training mode, gradients on, no backward: not trained on
+    model(torch.cat([xv[:30], xt[:5]])).sum().backward()  # 35 held-out rows trained on
     capstone_probe.end_interval(capstone_probe.STATE)
-    model(xv[:30])                      # the same 30 again: distinct rows count once
+    model(xv[:30]).sum().backward()     # the same 30 again: distinct rows count once
     state = capstone_probe.STATE
     print(json.dumps({"last_rows": state["last_rows"], "heldout": len(state["heldout"]),
                       "most_rows": state["most_rows"]}))
