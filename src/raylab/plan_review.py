@@ -40,7 +40,9 @@ class NodeGroup:
     ``cpus`` and ``gpus`` are the instance's; ``allocatable_cpu`` and ``allocatable_memory_gib``
     are what one node offers Pods after the kubelet and system reservations (``kubectl describe
     node``, "Allocatable"), always less than the instance size; ``taints`` are the keys of the
-    ``NoSchedule`` taints on its nodes (EKS GPU node groups usually carry ``nvidia.com/gpu``).
+    ``NoSchedule`` taints its nodes were created with. EKS puts no taint on GPU nodes by default;
+    many teams create their GPU node groups with one (often ``nvidia.com/gpu``) so that only Pods
+    that tolerate it, the GPU workers, land there.
     """
 
     name: str
@@ -83,6 +85,40 @@ class Plan:
             raise ValueError("a plan with Tune must set TuneConfig(max_concurrent_trials=...)")
 
 
+# What the kubelet of one m5.xlarge node reports as its memory capacity (kubectl describe node,
+# "Capacity"), in KiB: less than the instance's 16 GiB, because the kernel keeps part of it. An
+# observed value on the EKS-optimized AMI; allocatable then reads 14880156Ki.
+M5_XLARGE_CAPACITY_KI = 15896988
+M5_XLARGE_MAX_PODS = 58  # the EKS default for m5.xlarge: 4 ENIs x (15 IPv4 addresses - 1) + 2
+
+
+def eks_kube_reserved_memory_mi(max_pods: int) -> int:
+    """Memory the EKS-optimized AMI reserves for the kubelet and the container runtime:
+    255 MiB plus 11 MiB per Pod the node may run (its ``maxPods``)."""
+    return 255 + 11 * max_pods
+
+
+def eks_kube_reserved_cpu_m(vcpus: int) -> float:
+    """CPU the EKS-optimized AMI reserves, in millicores: 6 % of the first core, 1 % of the second,
+    0.5 % of the third and fourth, 0.25 % of every further core."""
+    shares = [60.0, 10.0, 5.0, 5.0]
+    return sum(shares[:vcpus]) + 2.5 * max(vcpus - 4, 0)
+
+
+def eks_allocatable_memory_gib(capacity_ki: int, max_pods: int, *, eviction_hard_mi: int = 100,
+                               system_reserved_mi: int = 0) -> float:
+    """A node's allocatable memory in GiB: its capacity minus kube-reserved
+    (:func:`eks_kube_reserved_memory_mi`), the hard eviction threshold (``memory.available`` 100 Mi)
+    and system-reserved (none on the EKS-optimized AMI unless you set it)."""
+    reserved_ki = (eks_kube_reserved_memory_mi(max_pods) + eviction_hard_mi + system_reserved_mi) * 1024
+    return (capacity_ki - reserved_ki) / 2**20
+
+
+def eks_allocatable_cpu(vcpus: int) -> float:
+    """A node's allocatable CPUs: its vCPUs minus :func:`eks_kube_reserved_cpu_m`."""
+    return round(vcpus - eks_kube_reserved_cpu_m(vcpus) / 1000, 3)
+
+
 def default_worker_group_start_timeout_s() -> float:
     """Ray Train's default ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``, read from the installed Ray."""
     from ray.train.v2._internal import constants  # internal, pinned: Ray 2.58.0
@@ -94,12 +130,13 @@ def example_plan() -> Plan:
     """The lab's reference plan: a Tune sweep of 2-worker GPU Train runs on EKS, reviewed clean.
 
     RayJob ``rayjob_tune_gpu.yaml`` (its head requests 3 CPUs and 12 GiB, which fit the
-    allocatable 3.92 CPUs and 14.5 GiB of an m5.xlarge, and offers Ray 3 CPUs for the 3 Tune trial
+    allocatable 3.92 CPUs and about 14.19 GiB of an m5.xlarge (:func:`eks_allocatable_cpu`,
+    :func:`eks_allocatable_memory_gib`), and offers Ray 3 CPUs for the 3 Tune trial
     drivers); 3 concurrent trials x 2 workers of ``{"CPU": 8, "GPU": 1}`` on tainted g5.4xlarge
     GPU nodes; results on a ReadWriteMany PVC mounted at ``/mnt/results`` in every Pod; explicit
     retry limits whose joint worst case (:func:`raylab.retry_budget.worst_case_s`, 12,720 s) fits
-    the 4-hour ``activeDeadlineSeconds``. Allocatable figures are typical EKS values, for the
-    exercise. Each call builds a new, independent plan, so a caller may
+    the 4-hour ``activeDeadlineSeconds``. The m5.xlarge figures follow the EKS-optimized AMI's
+    reservations; the GPU nodes' are typical EKS values, for the exercise. Each call builds a new, independent plan, so a caller may
     change it freely.
     """
     import ray.train
@@ -115,7 +152,9 @@ def example_plan() -> Plan:
                                                max_preemption_failures=1),
         storage_path="/mnt/results",
         node_groups=[NodeGroup("system", "m5.xlarge", cpus=4, gpus=0, max_nodes=2,
-                               allocatable_cpu=3.92, allocatable_memory_gib=14.5),
+                               allocatable_cpu=eks_allocatable_cpu(4),
+                               allocatable_memory_gib=eks_allocatable_memory_gib(M5_XLARGE_CAPACITY_KI,
+                                                                                 M5_XLARGE_MAX_PODS)),
                      NodeGroup("gpu", "g5.4xlarge", cpus=16, gpus=1, max_nodes=6,
                                allocatable_cpu=15.89, allocatable_memory_gib=58.0,
                                taints=("nvidia.com/gpu",))],
