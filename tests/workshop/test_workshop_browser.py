@@ -9,6 +9,7 @@ Uses test_workshop_hub's hub (its own hub in this module)."""
 from __future__ import annotations
 
 import pwd
+import secrets
 import time
 from pathlib import Path
 
@@ -99,6 +100,15 @@ def _api_token(hub, name: str) -> dict:
     return {"Authorization": f"token {token.json()['token']}"}
 
 
+FORGE = r"""
+import os, shutil, sys
+folder, released = sys.argv[1:3]
+os.mkdir(folder)
+shutil.copy(released, os.path.join(folder, os.path.basename(released)))
+with open(os.path.join(folder, "timestamp.txt"), "w") as handle:
+    handle.write(os.path.basename(folder).split("+")[2])
+"""
+
 FEEDBACK_PROBE = r"""
 import json, os, sys
 feedback = sys.argv[1]
@@ -111,6 +121,7 @@ print(json.dumps({"listed": listed}))
 """
 
 
+@pytest.mark.timeout(600)  # two lab 00 gradings: 62 s alone, over 180 s on the shared 2-core machine
 def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(hub, tmp_path):
     """After the browser submission above (the lab as released: wrong), the other learner submits
     the lab answered with the solution's code (through the Assignments tab's calls); the
@@ -142,11 +153,23 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
     os.chown(notebook, entry.pw_uid, entry.pw_gid)
     assert requests.post(f"{base}/submit", data=form, headers=auth, timeout=120).status_code == 200
 
+    # The other learner forges a later submission in the right learner's name, from their own
+    # server (what a terminal there can do): the released notebook, unanswered.
+    inbound = hub.state / "exchange" / course_id / "inbound"
+    forged = inbound / f"{right}+{lab}+2099-01-01 00:00:00.000000 UTC+{secrets.token_hex(4)}"
+    wrote = wh._in_server(wrong, ["/usr/bin/python3", "-c", FORGE, str(forged),
+                                  str(hub.state / "exchange" / course_id / "outbound" / lab / f"{lab}.ipynb")])
+    assert wrote.returncode == 0, wrote.stderr[-1000:]
+    assert forged.stat().st_uid == pwd.getpwnam(wrong).pw_uid
+
     # The instructor: collect, grade with the class grader (`make grade`), release the feedback.
-    from grader import workshop_feedback
+    from grader import workshop_exchange, workshop_feedback
 
     state = wh.workshop.State(hub.state)
     assert workshop_feedback.collect(state, lab) == sorted([right, wrong])
+    refused = workshop_exchange.read_refusals(state.course)
+    assert [(r["folder"], r["named_learner"]) for r in refused] == [(forged.name, right)], refused
+    assert f"owned by {wrong}, not by {right}" in refused[0]["reason"]
     submitted = hub.state / "course" / "submitted"
     out = tmp_path / "class"
     started = time.monotonic()
@@ -155,13 +178,16 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
                             env={**os.environ, "PYTHONPATH": str(wh.ROOT)}, timeout=600)
     print(f"class grader: {time.monotonic() - started:.1f} s\n{graded.stdout[-1500:]}")
     assert graded.returncode == 0, graded.stderr[-2000:]
+    assert f"REFUSED {right}/{lab}" in graded.stdout, graded.stdout[-2000:]
+    assert forged.name in (out / "exports" / "refused_submissions.csv").read_text()
     scores = {}
     for student in (right, wrong):
         html = (out / "feedback" / student / lab / f"{lab}.html").read_text()
         scores[student] = tuple(map(float, re.search(r"Score: ([0-9.]+) / ([0-9.]+)", html).groups()))
-    assert scores[right][0] == scores[right][1] > 0, scores
+    assert scores[right][0] == scores[right][1] > 0, scores  # the forgery did not replace it
     assert scores[wrong][0] < scores[wrong][1], scores
     assert workshop_feedback.release(state, lab, out) == sorted([right, wrong])
+    hub.graded = scores  # for the formgrader test below
 
     # Each learner fetches their feedback (the Assignments tab's call) and opens it in the browser.
     shots = tmp_path / "screenshots"
@@ -179,6 +205,10 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
                 home = Path(pwd.getpwnam(student).pw_dir)
                 mine = sorted((home / lab / "feedback").glob(f"*/{lab}.html"))
                 assert len(mine) == 1, mine
+                # Without the grading sandbox's noise (its IP probe, its scratch paths, FutureWarnings).
+                released_text = mine[0].read_text()
+                for noise in ("network_util.cc", "/home/learner/scratch", "FutureWarning"):
+                    assert noise not in released_text, noise
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.set_default_timeout(90_000)
                 page.goto(f"{hub.url}/hub/login")
@@ -208,3 +238,52 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
                            capture_output=True, text=True, timeout=60, env=env, cwd="/")
     assert json.loads(probe.stdout) == {"listed": False}, probe.stderr[-500:]
     print(f"screenshots: {shots}; scores {scores}")
+
+
+def test_instructor_sees_the_class_graders_scores_in_the_formgrader_tab(hub, tmp_path):
+    """After the grading above: the formgrader (the course's gradebook) holds what `make grade`
+    gave each learner, marked autograded; the instructor opens it from JupyterLab's Nbgrader menu
+    and it loads inside JupyterLab (its frame is allowed), down to the lab's submissions."""
+    import re
+
+    import requests
+    from playwright.sync_api import sync_playwright
+
+    scores = getattr(hub, "graded", None)
+    if not scores:
+        pytest.skip("needs the class grading of the test before")
+    lab, teacher = wh.LAB, hub.instructor
+    auth = (hub.auth or {}).get(teacher) or wh._start_server(hub, teacher)
+    listing = requests.get(f"{hub.url}/user/{teacher}/formgrader/api/submissions/{lab}", headers=auth, timeout=120)
+    assert listing.status_code == 200, listing.text[:500]
+    got = {row["student"]: (row["score"], row["max_score"], row["autograded"]) for row in listing.json()}
+    assert {name: got.get(name) for name in scores} == {name: (*score, True) for name, score in scores.items()}, got
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(90_000)
+        try:
+            page.goto(f"{hub.url}/hub/login")
+            page.fill("#username_input", teacher)
+            page.fill("#password_input", wh.PASSWORD)
+            page.click("#login_submit")
+            page.wait_for_url(f"**/user/{teacher}/lab**", timeout=150_000)
+            page.wait_for_selector("#jp-main-dock-panel", timeout=120_000)
+            page.get_by_role("menuitem", name="Nbgrader").click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Formgrader$")).click()
+            frame = page.frame_locator("iframe[src*='formgrader']")
+            # A JupyterLab notification may cover the link: click it in the page, not at a point.
+            frame.locator(f"a[href*='manage_submissions/{lab}']").first.dispatch_event("click")
+            for name in scores:
+                frame.locator(f"text={name}").first.wait_for(timeout=90_000)
+            page.screenshot(path=str(shots / "formgrader-tab.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "failure.png"))
+            print(f"screenshots: {shots}")
+            raise
+        finally:
+            browser.close()
+    print(f"formgrader scores {got}; screenshots: {shots}")
