@@ -48,7 +48,7 @@ def _one_worker_per_node() -> None:
     worker_group._assign_worker_ranks = staticmethod(assign_as_if_apart)
 
 
-def call(fn, *args, timeout_s: float = 180.0, **kwargs):
+def call(fn, *args, timeout_s: float = 240.0, **kwargs):
     """``fn(*args, **kwargs)`` in a driver process of its own (joined to this cluster) whose Train
     runs number their workers as if each ran on a node of its own.
 
