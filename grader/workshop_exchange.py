@@ -122,3 +122,13 @@ class RefuseAutograde:
 
     def __call__(self, nb, resources):
         raise RuntimeError(self.MESSAGE)
+
+
+class RefuseGenerateFeedback(RefuseAutograde):
+    """The formgrader's Generate Feedback renders the graded notebook as it is: with the hidden
+    tests nbgrader restored into it. The room's feedback comes from the class grader instead,
+    scanned for hidden-test text (``make workshop-feedback``)."""
+
+    MESSAGE = ("Generate Feedback is switched off on the workshop hub: it would show learners the "
+               "hidden tests. Release the course's feedback as root: `make workshop-feedback LAB=<lab>` "
+               "(after `make grade`); the formgrader's Release Feedback then sends those pages.")

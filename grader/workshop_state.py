@@ -194,7 +194,8 @@ def lay_out(state: State, roster: Roster) -> None:
                      + "c.CourseDirectory.groupshared = True\n"
                      + f"import sys\nsys.path.insert(0, {str(state.instructor_config)!r})\n"
                      + f"c.ExchangeFactory.collect = '{EXCHANGE_MODULE}.CheckedCollect'\n"
-                     + f"c.Autograde.autograde_preprocessors = ['{EXCHANGE_MODULE}.RefuseAutograde']\n")
+                     + f"c.Autograde.autograde_preprocessors = ['{EXCHANGE_MODULE}.RefuseAutograde']\n"
+                     + f"c.GenerateFeedback.preprocessors = ['{EXCHANGE_MODULE}.RefuseGenerateFeedback']\n")
     _mkdir(state.instructor_config, 0o750, grp.getgrnam(state.instructor_group).gr_gid)
     (state.instructor_config / "nbgrader_config.py").write_text(course_config)
     (state.course / "nbgrader_config.py").write_text(course_config)

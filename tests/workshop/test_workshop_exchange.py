@@ -104,3 +104,8 @@ def test_a_foreign_file_or_a_link_inside_a_submission_refuses_it(tmp_path):
 def test_autograde_through_the_course_configuration_points_to_make_grade():
     with pytest.raises(RuntimeError, match="make grade"):
         workshop_exchange.RefuseAutograde()(None, {})
+
+
+def test_generate_feedback_through_the_course_configuration_points_to_workshop_feedback():
+    with pytest.raises(RuntimeError, match="make workshop-feedback"):
+        workshop_exchange.RefuseGenerateFeedback()(None, {})

@@ -547,6 +547,23 @@ def test_formgrader_frames_in_jupyterlab_and_autograde_points_to_make_grade(hub)
     assert result["success"] is False and "make grade" in (result.get("error") or "") + (result.get("log") or ""), result
 
 
+def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
+    """`make workshop-release LABS=..` while the room runs: the lab is in the exchange and in the
+    course's gradebook, so the formgrader lists it; an unknown lab is refused with the list."""
+    later = "10_quiz"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = subprocess.run([sys.executable, "-m", "grader.workshop", "--release-only", "--state", str(hub.state),
+                          "--labs", "99_nope"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "unknown: 99_nope" in bad.stderr, bad.stderr[-500:]
+    run = subprocess.run([sys.executable, "-m", "grader.workshop", "--release-only", "--state", str(hub.state),
+                          "--labs", later], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (hub.state / "exchange" / workshop.COURSE_ID / "outbound" / later / f"{later}.ipynb").exists()
+    teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
+    listing = requests.get(f"{hub.url}/user/{hub.instructor}/formgrader/api/assignments", headers=teacher, timeout=120)
+    assert later in {a["name"] for a in listing.json()}, listing.text[:500]
+
+
 def _wait_for_api(hub: Hub, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while True:
