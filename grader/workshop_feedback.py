@@ -56,7 +56,20 @@ def release(state: workshop.State, lab: str, graded: Path) -> list[str]:
         released.append(learner)
     if released:
         workshop._check(workshop._nbgrader_api(state).release_feedback(lab), f"release_feedback {lab}")
+        _share_with_instructors(state, state.course / "feedback")
     return released
+
+
+def _share_with_instructors(state: workshop.State, folder: Path) -> None:
+    """Written as root: give it the course folder's group and group permissions, as the rest of
+    the course folder has (the formgrader runs as an instructor)."""
+    import os
+
+    gid = state.course.stat().st_gid
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 0, gid, follow_symlinks=False)
+        mode = path.stat().st_mode & 0o7777
+        os.chmod(path, (mode | 0o2070) & 0o2770 if path.is_dir() else (mode | 0o060) & 0o770)
 
 
 def for_learner(page: str, graded_notebook: Path) -> str:

@@ -258,6 +258,15 @@ def test_instructor_sees_the_class_graders_scores_in_the_formgrader_tab(hub, tmp
     assert listing.status_code == 200, listing.text[:500]
     got = {row["student"]: (row["score"], row["max_score"], row["autograded"]) for row in listing.json()}
     assert {name: got.get(name) for name in scores} == {name: (*score, True) for name, score in scores.items()}, got
+    # Generate Feedback would render the graded notebook with its hidden tests: refused, with a pointer.
+    student = sorted(scores)[0]
+    generated = requests.post(f"{hub.url}/user/{teacher}/formgrader/api/assignment/{lab}/{student}/generate_feedback",
+                              headers=auth, timeout=300)
+    assert generated.status_code == 200, generated.text[:500]
+    result = generated.json()
+    assert result["success"] is False and "make workshop-feedback" in str(result), result
+    made = hub.state / "course" / "feedback" / student / lab / f"{lab}.html"
+    assert not made.exists() or "BEGIN HIDDEN TESTS" not in made.read_text()
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with sync_playwright() as p:
