@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The developers' environment: the course's (requirements.txt), the hub and the test tools.
 ENVIRONMENT := requirements-dev.txt
 
-.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade review grade-mine new-lab prove gpu-check setup clean help learner-pack workshop workshop-release workshop-collect workshop-feedback workshop-down
+.PHONY: lab test proof-status test-fast release check bench bench-startup bench-grading stability grade review requirements grade-mine new-lab prove gpu-check setup clean help learner-pack workshop workshop-release workshop-collect workshop-feedback workshop-down
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' Makefile | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton
 
 prove: $(STAMP)  ## prove with no cache and record in ledger/: make prove LAB=03_checkpoints_and_report [ADDRESS=host:port]; no LAB: every lab, then the heavy test modules; TESTS=1: those modules only; MISSES=1: grade only what the ledger lacks
 	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(TESTS),--tests) $(if $(MISSES),--misses)
+
+requirements: $(STAMP)  ## what each exercise requires, the checks that enforce it (visible or hidden) and the mutants that break it: make requirements [LAB=05_failures_and_retries]
+	PYTHONPATH=. $(BIN)/python -m grader.requirements $(LAB)
 
 stability: $(STAMP)  ## does every answer get the same grade every time? make stability LAB=08_operating_on_kuberay [RUNS=10]
 	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)

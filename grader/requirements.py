@@ -117,3 +117,33 @@ def link_problems(graded: dict, exercises: dict, sources: dict) -> list[str]:
                                     f"requirement {requirement!r}, which it does not break "
                                     f"(breaks {list(mutant.breaks)})")
     return problems
+
+
+def table(lab: str) -> str:
+    """Markdown: every requirement of every exercise of ``lab``, its checks (visible or hidden,
+    by line) and the mutants that break it: what an instructor reads to see what is graded."""
+    from grader import mutants
+
+    sources = test_sources(lab)
+    rows = ["| exercise | requirement | what the prompt asks | checks (line: v visible, h hidden) | mutants that break it |",
+            "|---|---|---|---|---|"]
+    for answer, exercise in mutants.load(lab).items():
+        for requirement, says in exercise.requirements.items():
+            checks = []
+            for test_id in exercise.tests:
+                source = sources.get(test_id, "")
+                hidden_at = next((n for n, text in enumerate(source.splitlines(), 1) if "BEGIN HIDDEN TESTS" in text),
+                                 None)
+                checks += [f"{line}{'h' if hidden_at and line > hidden_at else 'v'}"
+                           for line, _ in check_calls(source) if requirement_at(source, line) == requirement]
+            breaking = [m.name for m in exercise.mutants if requirement in m.breaks]
+            rows.append(f"| {answer[:-len('_answer')]} | {requirement} | {says} | {' '.join(checks)} | "
+                        f"{', '.join(breaking) or '-'} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import sys
+
+    for name in sys.argv[1:] or course.labs():
+        print(f"\n## {name}\n\n{table(name)}")
