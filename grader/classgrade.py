@@ -36,7 +36,7 @@ from grader.class_units import Unit, digest, discover  # noqa: F401 - the tests 
 from grader.grading_templates import Templates
 
 DEFAULT_TIMEOUT_S = 900
-# Half the cores, at least 2 (README's figure on 2 cores): a lab saturates 2 cores only part of
+# Half the cores, at least 2 (docs/instructor.md's figure on 2 cores): a lab saturates 2 cores only part of
 # the time (kernel and Ray start-up, nbgrader and feedback are mostly waiting).
 DEFAULT_WORKERS = max(2, (os.cpu_count() or 2) // 2)
 
