@@ -186,13 +186,16 @@ def _grade(prep: Prepared, gradings: list, workers: int, address: str | None = N
 
     if not gradings:
         return {}
+    # Templates are built here, one at a time: two gradings graded without the same cells share a
+    # trimmed template, and building it from two threads at once collides on its folder.
+    built = [args(g) for g in gradings]
     if address:
         import ray
 
         remote = ray.remote(num_cpus=2, max_retries=0)(grade_one)
-        return dict(zip([g.student for g in gradings], ray.get([remote.remote(*args(g)) for g in gradings])))
+        return dict(zip([g.student for g in gradings], ray.get([remote.remote(*a) for a in built])))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip([g.student for g in gradings], pool.map(lambda g: grade_one(*args(g)), gradings)))
+        return dict(zip([g.student for g in gradings], pool.map(lambda a: grade_one(*a), built)))
 
 
 def _collect(prep: Prepared, raws: dict, grading_dir: Path):
