@@ -124,7 +124,7 @@ def test_learner_copy_has_no_answer_key():
         ans, tst = cells[answer].source, cells[tests].source
         assert "raise NotImplementedError()" in ans and f"{var} =" not in ans
         assert "HIDDEN" not in tst and "not_yet(" not in tst and "==" not in tst
-        assert re.fullmatch(rf"is_(choice|bool|number)\({var}, {number}\)", tst.strip()), tst
+        assert re.fullmatch(rf"# requirement: answer_form\ncheck_(choice|bool|number)\({var}, {number}\)", tst.strip()), tst
     text = course.release_path(LAB).read_text()
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
 
