@@ -50,8 +50,8 @@ def _stop_pid_file(path: Path, wait_s: float = 30.0) -> int | None:
     return pid
 
 
-def kill_users_processes(names: list[str]) -> int:
-    """Kill every process whose real uid is one of ``names``' accounts; return how many."""
+def users_processes(names: list[str]) -> list:
+    """The live processes whose real uid is one of ``names``' accounts (names without one: none)."""
     import psutil
 
     uids = set()
@@ -60,7 +60,21 @@ def kill_users_processes(names: list[str]) -> int:
             uids.add(pwd.getpwnam(name).pw_uid)
         except KeyError:
             continue
-    found = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids]
+    found = []
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            if proc.info["uids"] and proc.info["uids"].real in uids:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def kill_users_processes(names: list[str]) -> int:
+    """Kill every process whose real uid is one of ``names``' accounts; return how many."""
+    import psutil
+
+    found = users_processes(names)
     for proc in found:
         try:
             proc.kill()

@@ -244,3 +244,25 @@ def round_trips(tmp_path_factory, proof_audits):
         return done[lab]
 
     return get
+
+
+@pytest.fixture
+def probe_watch(tmp_path):
+    """Run a script in a fresh Python with the capstone probe watching the running example's
+    training split (as the capstone's check sets it up); return the JSON of its last line."""
+    import json
+    import subprocess
+
+    from raylab import capstone_probe, running_example
+
+    splits = running_example.write_splits(tmp_path / "data")
+    env = dict(os.environ, **{capstone_probe.PROBE_DIR_VAR: str(tmp_path / "probe"),
+                              capstone_probe.TRAIN_SPLIT_VAR: str(splits["train"])})
+
+    def run(source: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    return run

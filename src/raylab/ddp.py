@@ -190,16 +190,12 @@ def reports_with_a_fake_clock(train_fn, config: dict, *, epoch_seconds=(0.75, 0.
     something else. Returns ``{"reports": [metrics of every ray.train.report, in order],
     "error": None or what the run raised}``.
     """
-    import os
-    import socket
     import time
 
-    import torch.distributed as dist
-
     import ray.train
-    from ray.train.torch import TorchTrainer
 
     import raylab.running_example as rex
+    from raylab import local_mode
 
     now = [1000.0]
     calls = [0]
@@ -221,21 +217,13 @@ def reports_with_a_fake_clock(train_fn, config: dict, *, epoch_seconds=(0.75, 0.
 
     names = getattr(train_fn, "__globals__", {})
     bound = {name for name, value in names.items() if value is real["perf_counter"]}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    torchrun = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
-                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-    saved_env = {key: os.environ.get(key) for key in torchrun}
     error = None
     time.perf_counter = fake_clock
     for name in bound:
         names[name] = fake_clock
     rex.train_epoch, ray.train.report = timed_train_epoch, recording_report
-    os.environ.update(torchrun)
     try:
-        TorchTrainer(train_fn, train_loop_config=dict(config),
-                     scaling_config=ray.train.ScalingConfig(num_workers=0)).fit()
+        local_mode.fit(train_fn, dict(config))
     except Exception as exc:  # noqa: BLE001 - reported to the check, which says what it means
         error = f"{type(exc).__name__}: {str(exc).strip()[-300:]}"
     finally:
@@ -243,11 +231,4 @@ def reports_with_a_fake_clock(train_fn, config: dict, *, epoch_seconds=(0.75, 0.
         for name in bound:
             names[name] = real["perf_counter"]
         rex.train_epoch, ray.train.report = real["train_epoch"], real["report"]
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
     return {"reports": reports, "error": error}

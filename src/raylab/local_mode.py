@@ -7,6 +7,10 @@ sets up no ``torch.distributed`` process group by itself, so a right answer that
 mode starts a process group when it finds torchrun's variables (``ray/train/v2/_internal/execution/
 local_mode/torch.py``, ``has_torchrun_env``); :func:`fit` sets them for a world of one process, so
 ``ray.train.get_context()`` and ``torch.distributed`` agree as they do in a one-worker run.
+
+Ray's local mode also leaves its worker context installed after ``fit()`` returns (and its process
+group, when the function raised), so a later ``ray.train.report`` in the same kernel would "report"
+instead of saying it runs outside training. :func:`fit` puts both back as they were.
 """
 from __future__ import annotations
 
@@ -29,11 +33,20 @@ def single_process_env() -> dict:
 
 def fit(train_loop_per_worker, config: dict | None = None):
     """``TorchTrainer(train_loop_per_worker, train_loop_config=config,
-    scaling_config=ScalingConfig(num_workers=0)).fit()`` as one process of a world of one."""
+    scaling_config=ScalingConfig(num_workers=0)).fit()`` as one process of a world of one; the
+    process's Train context, process group and environment are as before when it returns or raises."""
+    import torch.distributed as dist
     from ray.train import ScalingConfig
     from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.execution import train_fn_utils
 
     trainer = TorchTrainer(train_loop_per_worker, train_loop_config=config,
                            scaling_config=ScalingConfig(num_workers=0))
-    with env_vars(**single_process_env()):
-        return trainer.fit()
+    context = train_fn_utils._train_fn_utils
+    try:
+        with env_vars(**single_process_env()):
+            return trainer.fit()
+    finally:
+        train_fn_utils.set_train_fn_utils(context)
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()

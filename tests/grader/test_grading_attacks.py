@@ -232,7 +232,9 @@ def test_sandboxed_submissions_cannot_reach_each_other_the_key_or_the_grader(pro
     assert not [d for d in set(Path("/tmp").glob("rg-*")) - before if any(TOKEN in s.name for s in (d / "sub").glob("*"))]
     for path in (grader.out / "autograded").rglob("*.ipynb"):
         assert SECRET not in path.read_text()
-    assert any("mechanism" in f for f in grader.state[f"a-attacker-{TOKEN}/{LAB}"]["flags"])
+    # the attacker is graded like anyone (its answer is wrong); its attacks reach nothing, and none
+    # of them changes how a later cell runs, so the tamper scan has nothing to flag here
+    assert _score(grader, f"a-attacker-{TOKEN}") == ("graded", 0.0)
 
 
 # --- tampering and feedback attacks --------------------------------------------------------------

@@ -2,12 +2,9 @@
 held-out rows it trained on (raylab.capstone_probe), and the check that compares the workers of one
 run (raylab.capstone_checks.shared_parts). In a process of its own: install() patches PyTorch."""
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
-from raylab import capstone_checks, capstone_probe, running_example
+from raylab import capstone_checks, capstone_probe
 
 WATCH = textwrap.dedent("""
     import json, os
@@ -34,13 +31,8 @@ WATCH = textwrap.dedent("""
 """)
 
 
-def test_records_the_last_epochs_rows_and_every_held_out_row_trained_on(tmp_path):
-    splits = running_example.write_splits(tmp_path / "data")
-    env = dict(os.environ, **{capstone_probe.PROBE_DIR_VAR: str(tmp_path / "probe"),
-                              capstone_probe.TRAIN_SPLIT_VAR: str(splits["train"])})
-    out = subprocess.run([sys.executable, "-c", WATCH], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+def test_records_the_last_epochs_rows_and_every_held_out_row_trained_on(probe_watch):
+    seen = probe_watch(WATCH)
     assert seen["last_rows"] == list(range(1, 200, 2))  # indices into train.npz, of the epoch just ended
     assert seen["heldout"] == 35
     assert seen["most_rows"] == 1000

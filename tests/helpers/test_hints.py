@@ -103,9 +103,14 @@ def test_tune_report_callback_outside_tune_hint():
     assert _keys(exc) == ["tune_report_callback_outside_tune"]
 
 
-def test_fail_fast_and_worker_api_in_notebook_hints():
+def test_fail_fast_and_worker_api_in_notebook_hints(monkeypatch):
     import ray.train as train
     from ray import tune
+    from ray.train.v2._internal.execution import train_fn_utils
+
+    # a local-mode run earlier in this process (a test beside this one) leaves Ray's worker
+    # context installed; this test is about a notebook where none ran
+    monkeypatch.setattr(train_fn_utils, "_train_fn_utils", None)
 
     exc = _raised(lambda: train.RunConfig(callbacks=[tune.Callback()]))
     assert isinstance(exc, ValueError) and "UserCallback" in str(exc)

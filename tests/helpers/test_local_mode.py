@@ -41,3 +41,26 @@ def test_plain_local_mode_has_no_process_group():
         assert "process group" in str(exc).lower() or "initialized" in str(exc).lower(), exc
     else:
         raise AssertionError("torch.distributed.get_rank() worked in plain local mode")
+
+
+def test_after_a_local_run_train_report_again_says_it_is_outside_training():
+    """Ray's local mode leaves its worker context behind; a learner's next top-level
+    ``ray.train.report`` must still fail as it does before any run."""
+    import ray.train
+    from ray.train.v2._internal.execution import train_fn_utils
+
+    before = train_fn_utils._train_fn_utils
+    local_mode.fit(_uses_torch_distributed, {"x": 1})
+    assert train_fn_utils._train_fn_utils is before
+    try:
+        local_mode.fit(lambda config: 1 / 0, {})
+    except ZeroDivisionError:
+        pass
+    assert train_fn_utils._train_fn_utils is before and not dist.is_initialized()
+    if before is None:
+        try:
+            ray.train.report({"loss": 1.0})
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("ray.train.report outside training did not raise after a local run")

@@ -232,6 +232,31 @@ def test_learner_prose_checks_can_fail():
     assert AUTHORS_WORDS.search("## Claims you will check") and AUTHORS_WORDS.search("the Chapter")
 
 
+# The course's machinery, which a learner's copy must not show: a branch on how the notebook is run
+# (graded or not), a path into the course's test suite, the grader's hidden tests.
+MACHINERY = re.compile(r"\blab\.grading\b|grading_mode\(|NBGRADER_EXECUTION|\btests/\S+\.py|hidden tests?\b",
+                       re.IGNORECASE)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_learner_notebook_shows_no_grading_machinery(lab):
+    """Every cell of the released notebook, code and prose: the learner runs one notebook, the same
+    way the grader does, and reads no references to files they do not have."""
+    for cell in _nb(course.release_path(lab)).cells:
+        gid = _meta(cell).get("grade_id", cell.get("id"))
+        found = MACHINERY.search(cell.source)
+        assert not found, f"{lab}/{gid}: {found[0]!r} in the learner's notebook"
+
+
+def test_machinery_check_can_fail():
+    for shown in ("EPOCHS = 2 if lab.grading else 3", "if raylab.grading_mode():",
+                  "os.environ.get('NBGRADER_EXECUTION')", "(`tests/claims/test_claims_tune.py`)",
+                  "the hidden tests also pass stand-ins"):
+        assert MACHINERY.search(shown), shown
+    for fine in ("lab.run_storage('x')", "a hidden layer of 64 units", "tests that pass"):
+        assert not MACHINERY.search(fine), fine
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_optional_deep_dives_open_collapsed_in_their_own_cell(lab):
     """A deep dive is a heading cell of its own that JupyterLab opens collapsed (the cells under it

@@ -27,6 +27,15 @@ if not Path(CHROMIUM).exists():
 hub = wh.hub  # the module-scoped fixture: a 2-learner hub on a free port, users removed after
 
 
+def _chromium_page(playwright):
+    """Debian's Chromium, headless, and one page with the viewport and patience of these tests."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(90_000)
+    return browser, page
+
+
 def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -34,10 +43,7 @@ def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(90_000)
+        browser, page = _chromium_page(p)
 
         def shot(step):
             try:
@@ -270,10 +276,7 @@ def test_instructor_sees_the_class_graders_scores_in_the_formgrader_tab(hub, tmp
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(90_000)
+        browser, page = _chromium_page(p)
         try:
             page.goto(f"{hub.url}/hub/login")
             page.fill("#username_input", teacher)

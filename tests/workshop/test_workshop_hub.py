@@ -30,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop  # noqa: E402
+from grader import workshop, workshop_down  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -62,25 +62,6 @@ def _free_port() -> int:
 
 def _top_level_modes() -> dict[Path, int]:
     return {p: stat.S_IMODE(p.lstat().st_mode) for p in ROOT.iterdir() if not p.is_symlink()}
-
-
-def _processes_of(users: list[str]) -> list:
-    import psutil
-
-    uids = set()
-    for name in users:
-        try:
-            uids.add(pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            pass
-    found = []
-    for proc in psutil.process_iter(["uids"]):
-        try:
-            if proc.info["uids"] and proc.info["uids"].real in uids:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +108,7 @@ def hub(tmp_path_factory):
             proc.wait(timeout=10)
         from raylab.cluster import kill_processes
 
-        kill_processes(_processes_of(users))
+        kill_processes(workshop_down.users_processes(users))
         from grader.workshop_limits import LearnerGroup, Limits
 
         for name in learners:
@@ -177,7 +158,7 @@ def _server_environment(name: str) -> dict:
     """The environment of ``name``'s single-user server process (read from /proc)."""
     import psutil
 
-    for proc in _processes_of([name]):
+    for proc in workshop_down.users_processes([name]):
         try:
             if "jupyterhub.singleuser" in " ".join(proc.cmdline()):
                 return proc.environ()
@@ -349,7 +330,7 @@ def test_instructor_gets_formgrader_on_the_course(hub):
 
 
 def _server_process(name: str):
-    for proc in _processes_of([name]):
+    for proc in workshop_down.users_processes([name]):
         try:
             if "jupyterhub.singleuser" in " ".join(proc.cmdline()):
                 return proc
@@ -437,7 +418,7 @@ def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
 def _children_running(name: str, marker: str, seconds: float = 60):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for proc in _processes_of([name]):
+        for proc in workshop_down.users_processes([name]):
             try:
                 if marker in " ".join(proc.cmdline()):
                     return proc
@@ -638,7 +619,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
         print(down.stdout)
         assert down.returncode == 0, down.stderr[-2000:]
         assert proc.wait(timeout=60) is not None
-        assert _processes_of([learner, instructor]) == []
+        assert workshop_down.users_processes([learner, instructor]) == []
         assert not workshop.user_exists(learner) and not workshop.user_exists(instructor)
         assert workshop.user_exists("nobody"), "an account that existed before was removed"
         assert not Path(f"/home/{learner}").exists()
@@ -658,7 +639,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
         from raylab.cluster import kill_processes
 
-        kill_processes(_processes_of([learner, instructor]))
+        kill_processes(workshop_down.users_processes([learner, instructor]))
         LearnerGroup(learner, Limits()).remove()
         for name in (learner, instructor):
             subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
