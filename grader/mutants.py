@@ -13,6 +13,7 @@ applying when a solution is edited::
         - name: reports_documented_python_not_installed
           why: copies the version the course documents instead of asking the interpreter
           breaks: [python_of_this_kernel]
+          core: true                # the mistake the exercise exists to teach (required)
           mistake: value_timing     # optional: its class of mistake (grader.requirements.MISTAKES)
           replace:
             - ['platform.python_version()', '"3.12.0"']
@@ -29,7 +30,10 @@ asked fails the round trip::
             - ['ray.train.get_context().get_world_rank()', 'torch.distributed.get_rank()']
 
 ``requirements`` lists what the exercise's prompt asks, and ``breaks`` says which of those a
-mutant violates; ``grader.requirements`` traces both to the test cells' checks.
+mutant violates; ``grader.requirements`` traces both to the test cells' checks. Every mutant says
+whether it is ``core``: true when it is the mistake the exercise exists to teach (Validate must
+show it: ``tests/grader/test_visible_catch.py``), false for a side requirement, hard-coding, an
+edge case or paperwork. Right answers carry no ``core``.
 
 Submissions are built the way a learner makes them: the released notebook with answer cells
 filled in. Round ``k`` fills every answer cell with the ``k``-th of its mutants followed by its
@@ -68,6 +72,7 @@ class Mutant:
     right: bool = False  # a right answer that differs from the solution (must keep its points)
     breaks: tuple = ()  # the exercise's requirements it violates (grader.requirements)
     mistake: str | None = None  # its class of mistake, when it has one (requirements.MISTAKES)
+    core: bool = False  # the mistake the exercise exists to teach (Validate must show it)
 
 
 @dataclass
@@ -91,17 +96,24 @@ def load(lab: str) -> dict[str, Exercise]:
     data = yaml.safe_load(path.read_text()) or {}
     exercises = {}
     for answer, spec in data.items():
-        mutants = [_mutant(answer, m) for m in spec.get("mutants", [])]
-        right = [_mutant(answer, m, right=True) for m in spec.get("right", [])]
+        mutants = [_mutant(lab, answer, m) for m in spec.get("mutants", [])]
+        right = [_mutant(lab, answer, m, right=True) for m in spec.get("right", [])]
         exercises[answer] = Exercise(answer, list(spec["tests"]), mutants, right,
                                      dict(spec.get("requirements") or {}))
     return exercises
 
 
-def _mutant(answer: str, spec: dict, right: bool = False) -> Mutant:
+def _mutant(lab: str, answer: str, spec: dict, right: bool = False) -> Mutant:
+    where = f"grader/mutants/{lab}.yaml: {answer}/{spec.get('name')}"
+    if right and "core" in spec:
+        raise ValueError(f"{where}: a right answer carries no 'core' (only wrong answers do)")
+    if not right and not isinstance(spec.get("core"), bool):
+        raise ValueError(f"{where}: a wrong answer needs 'core: true' (the mistake the exercise "
+                         f"exists to teach) or 'core: false', got {spec.get('core')!r}")
     breaks = spec.get("breaks") or ()
     return Mutant(answer, spec["name"], spec.get("why", ""), [tuple(r) for r in spec["replace"]], right,
-                  (breaks,) if isinstance(breaks, str) else tuple(breaks), spec.get("mistake"))
+                  (breaks,) if isinstance(breaks, str) else tuple(breaks), spec.get("mistake"),
+                  bool(spec.get("core")))
 
 
 def strip_solution_markers(source: str) -> str:

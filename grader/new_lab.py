@@ -70,11 +70,13 @@ MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grade
     - name: adds_two
       why: confuses doubling with adding two
       breaks: [doubles_any_number]
+      core: true
       replace:
         - ['return 2 * x', 'return x + 2']
     - name: integer_only
       why: rounds to an integer, which breaks on fractional input
       breaks: [doubles_any_number]
+      core: false
       mistake: edge_case
       replace:
         - ['return 2 * x', 'return int(2 * x)']

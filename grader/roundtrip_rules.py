@@ -100,6 +100,19 @@ def visible_catch_of_entries(entries, exercises: dict) -> dict:
     return visible_catch(graded, exercises)
 
 
+def visible_misses(entries, exercises: dict) -> list[tuple[str, str]]:
+    """(answer grade_id, mutant name) of every mutant graded in these stored gradings
+    (``grader.proof.ledger.Entry``) that no test cell of its exercise failed on a line Validate
+    runs: the mutants only hidden tests catch."""
+    misses = []
+    for e in entries:
+        visible = {gid: err[3] for gid, err in e.result["errors"].items()}
+        for answer, variant in e.variants.items():
+            if variant.startswith("mutant: ") and not any(visible.get(t) for t in exercises[answer].tests):
+                misses.append((answer, variant.split(": ", 1)[1]))
+    return sorted(misses)
+
+
 def visible_problems(visible: dict, recorded: dict, not_graded: dict | None = None) -> list[str]:
     """What a round trip's visible catch counts (:func:`visible_catch`) say against the record:
     an exercise none of whose mutants Validate shows, an exercise whose mutant count differs from
