@@ -47,7 +47,7 @@ proof-status: $(STAMP)  ## what the proof must grade for this tree: stale gradin
 test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
-release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment
+release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment (labs in progress are left out)
 	PYTHONPATH=. $(BIN)/python -m grader.release
 
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)

@@ -29,6 +29,9 @@ asked fails the round trip::
           replace:
             - ['ray.train.get_context().get_world_rank()', 'torch.distributed.get_rank()']
 
+A lab an author is still writing also holds the line ``status: in progress`` (not an exercise:
+``grader.lab_status`` reads it).
+
 ``requirements`` lists what the exercise's prompt asks, and ``breaks`` says which of those a
 mutant violates; ``grader.requirements`` traces both to the test cells' checks. Every mutant says
 whether it is ``core``: true when it is the mistake the exercise exists to teach (Validate must
@@ -60,6 +63,8 @@ import yaml
 from grader import course
 
 MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+# The top-level key of a lab's status (grader.lab_status), the one key that is not an answer cell.
+STATUS_KEY = "status"
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
 
 
@@ -94,6 +99,7 @@ def load(lab: str) -> dict[str, Exercise]:
     if not path.exists():
         return {}
     data = yaml.safe_load(path.read_text()) or {}
+    data.pop(STATUS_KEY, None)
     exercises = {}
     for answer, spec in data.items():
         mutants = [_mutant(lab, answer, m) for m in spec.get("mutants", [])]

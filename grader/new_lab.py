@@ -2,9 +2,11 @@
 
 Writes ``solutions/<NAME>/<NAME>.ipynb`` (title, time line, setup, one exercise with its visible
 and hidden tests, teardown: the shape docs/authoring.md describes) and ``grader/mutants/<NAME>.yaml``
-with two mutants of that exercise, then prints what is left to do. The skeleton already passes the
-course's format tests and its own round trip (``make prove LAB=<NAME>``), so each step after this
-one can be proven as it is made.
+with two mutants of that exercise, then prints what is left to do. The mutants file marks the lab
+in progress (``grader.lab_status``): until the author deletes that line, the last step, the fast
+tests check the lab as a draft and nothing offers it to learners. The skeleton already passes the
+fast tests and its own round trip (``make prove LAB=<NAME>``), so each step after this one can be
+proven as it is made.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import argparse
 import re
 import sys
 
-from grader import authoring, course, mutants
+from grader import authoring, course, lab_status, mutants
 
 SKELETON = '''#%% md {short}_intro
 # {number} · {title}
@@ -62,12 +64,15 @@ raylab.teardown()
 '''
 
 MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grader/mutants.py.
+# Delete the next line last, once the lab is proven and benched (docs/authoring.md, "Adding a lab"):
+# until then make release and the workshop leave the lab out, and the tests check it as a draft.
+{mark}
 {short}_double_answer:
   tests: [{short}_double_tests]
   requirements:
     doubles_any_number: return twice the number given, integer or not
   mutants:
-    - name: adds_two
+    - name: adds_two_instead
       why: confuses doubling with adding two
       breaks: [doubles_any_number]
       core: true
@@ -82,8 +87,8 @@ MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grade
         - ['return 2 * x', 'return int(2 * x)']
 '''
 
-CHECKLIST = """Created {solution} and {mutants_file}.
-Next steps (docs/authoring.md explains each):
+CHECKLIST = """Created {solution} and {mutants_file}, marked in progress ('{mark}').
+Next steps (docs/authoring.md, "Adding a lab", explains each):
   1. Edit the text form: .venv/bin/python -m grader.authoring to-text {solution} > /tmp/{name}.txt
      then ... from-text /tmp/{name}.txt {solution}
   2. Replace the example exercise with exercises that run the learner's Ray code on the lab's
@@ -93,9 +98,12 @@ Next steps (docs/authoring.md explains each):
      the test cells (# requirement: id above the checks that enforce each) and give every
      exercise at least two realistic mutants, each naming the requirements it breaks.
   4. Tag cells that teach a claim (tags=claim:Cnn) and list the claim in grader/claims.yaml.
-  5. make release, then make prove LAB={name}: solution full marks, untouched 0, every mutant caught,
-     visible catch rate >= 80 %.
-  6. make bench (<= 90 s on 2 cores), then set the header's machine time and an honest learner time.
+  5. Commit, then make prove LAB={name}: solution full marks, untouched 0, every mutant caught,
+     visible catch rate >= 80 %; commit ledger/{name}.json and grader/visible_catch.json.
+  6. .venv/bin/python -m grader.bench {name} (<= 90 s on 2 cores): add its row to docs/workshop.md's
+     per-lab table, set the header's machine time and an honest learner time.
+  7. Last, remove the in-progress mark: delete '{mark}' from {mutants_file},
+     then make release (it leaves labs in progress out) and make test-fast, and commit.
 """
 
 
@@ -111,9 +119,9 @@ def create(name: str) -> dict:
     solution.parent.mkdir(parents=True)
     text = SKELETON.format(number=number, short=short, title=title, name=name)
     authoring.write(authoring.from_text(text), solution)
-    mutants_file.write_text(MUTANTS.format(number=number, short=short))
+    mutants_file.write_text(MUTANTS.format(number=number, short=short, mark=lab_status.MARK))
     return {"solution": solution.relative_to(course.ROOT), "mutants_file": mutants_file.relative_to(course.ROOT),
-            "name": name}
+            "name": name, "mark": lab_status.MARK}
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,9 @@
 """``make release``: regenerate ``notebooks/`` from ``solutions/`` with ``nbgrader generate_assignment``.
 
-The gradebook written on the way (it records every cell's source and checksum, which autograde
-uses to restore locked and hidden-test cells) goes to the grading work folder.
+Only finished labs are released: a lab in progress (``grader.lab_status``) is left out, and naming
+one is refused, so a draft never reaches learners. The gradebook written on the way (it records
+every cell's source and checksum, which autograde uses to restore locked and hidden-test cells)
+goes to the grading work folder.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import course
+from grader import course, lab_status
 
 
 def release(labs: list[str], release_dir: Path | None = None, grading_dir: Path | None = None) -> None:
@@ -42,11 +44,20 @@ def record_published_grade_ids(labs: list[str]) -> None:
     PUBLISHED.write_text(json.dumps(dict(sorted(published.items())), indent=1) + "\n")
 
 
+def labs_to_release(named: list[str]) -> list[str]:
+    """The labs named (default: every finished lab); SystemExit when one is in progress."""
+    lab_status.refuse_in_progress(named, "released")
+    left_out = lab_status.labs_in_progress() if not named else []
+    if left_out:
+        print(f"left out (in progress): {' '.join(left_out)}")
+    return named or lab_status.finished_labs()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("labs", nargs="*", help="assignment ids (default: all)")
+    parser.add_argument("labs", nargs="*", help="assignment ids (default: every finished lab)")
     args = parser.parse_args(argv)
-    labs = args.labs or course.labs()
+    labs = labs_to_release(args.labs)
     release(labs, grading_dir=course.ROOT / ".grading")
     record_published_grade_ids(labs)
     return 0

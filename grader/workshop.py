@@ -18,7 +18,8 @@ Run as root on the machine the room connects to. From a roster file it:
   submissions but cannot list or remove anyone's), ``learner-config/`` (the learner JupyterLab
   configuration of ``workshop/learner-jupyter-config`` plus nbgrader's course id and exchange);
 - copies the released notebooks (``notebooks/<lab>``) and their sources into the course folder
-  and releases them to the exchange with ``nbgrader release_assignment``;
+  and releases them to the exchange with ``nbgrader release_assignment`` (every finished lab by
+  default; a lab in progress, ``grader.lab_status``, is never offered);
 - writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop_hub` holds what it configures) and
   starts ``jupyterhub`` on 127.0.0.1 (``--ip``/``HUB_IP`` to listen elsewhere) with the
   configurable-http-proxy pinned in ``workshop/hub/package.json`` (``npm ci --prefix workshop/hub``).
@@ -201,10 +202,24 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
     return write_hub_config(state, roster, ip, port, ssl_cert, ssl_key, limits, confined=problem is None)
 
 
+def offered_labs(named: list[str]) -> list[str]:
+    """The labs a room gets: those named (default: every finished lab); SystemExit for an unknown
+    lab or one in progress, before anything is set up."""
+    from grader import lab_status
+    from grader.course import labs as course_labs
+
+    unknown = sorted(set(named) - set(course_labs()))
+    if unknown:
+        raise SystemExit(f"no such lab: {' '.join(unknown)} (labs: {' '.join(lab_status.finished_labs())})")
+    lab_status.refuse_in_progress(named, "offered to learners")
+    return list(named) or lab_status.finished_labs()
+
+
 def release_more(state: State, labs: list[str]) -> int:
     """``make workshop-release LABS=..``: release more labs while the room runs, into the course's
     gradebook too (a lab released by hand with ``nbgrader release_assignment`` is not there, and
     the formgrader then never shows it)."""
+    from grader import lab_status
     from grader.course import labs as course_labs
 
     settings_path = state.hub / "workshop.json"
@@ -212,8 +227,9 @@ def release_more(state: State, labs: list[str]) -> int:
         raise SystemExit(f"no workshop in {state.root} ({settings_path} is missing): start it with make workshop")
     unknown = sorted(set(labs) - set(course_labs()))
     if not labs or unknown:
-        raise SystemExit(f"name the labs to release: LABS=\"..\" from {' '.join(course_labs())}"
+        raise SystemExit(f"name the labs to release: LABS=\"..\" from {' '.join(lab_status.finished_labs())}"
                          + (f" (unknown: {' '.join(unknown)})" if unknown else ""))
+    labs = offered_labs(labs)
     settings = json.loads(settings_path.read_text())
     state.instructor_group = settings.get("instructor_group", state.instructor_group)
     os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
@@ -223,14 +239,12 @@ def release_more(state: State, labs: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grader.course import labs as course_labs
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--roster", help="one learner a line; 'instructor: login' lines")
     parser.add_argument("--state", default=str(DEFAULT_STATE), help="state folder (default %(default)s)")
     parser.add_argument("--ip", default=os.environ.get("HUB_IP") or "127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT") or 8000))
-    parser.add_argument("--labs", nargs="*", help="labs to release (default: all)")
+    parser.add_argument("--labs", nargs="*", help="labs to release (default: every finished lab)")
     parser.add_argument("--instructor-group", default=INSTRUCTOR_GROUP)
     parser.add_argument("--ssl-cert", default=os.environ.get("HUB_SSL_CERT"), help="TLS certificate (PEM)")
     parser.add_argument("--ssl-key", default=os.environ.get("HUB_SSL_KEY"), help="its private key")
@@ -250,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.roster:
         parser.error("--roster is required (one learner login a line, 'instructor: login' lines)")
     config = set_up(read_roster(args.roster), State(Path(args.state).resolve(), args.instructor_group), ip=args.ip,
-                    port=args.port, labs=args.labs or course_labs(), ssl_cert=args.ssl_cert,
+                    port=args.port, labs=offered_labs(args.labs or []), ssl_cert=args.ssl_cert,
                     ssl_key=args.ssl_key,
                     limits=Limits(cpus=args.learner_cpus or None,
                                   memory_bytes=int(args.learner_memory_gib * GIB) or None,

@@ -4,19 +4,21 @@ mutant count, at least one mutant each that Validate shows, 80 % of all mutants,
 the ledger's stored gradings give (make prove writes both; nobody writes the record by hand), and
 that every core mutant (the mistake its exercise exists to teach) fails a check Validate runs. The
 round trips check that each lab's mutants still fail visibly at least as often as recorded
-(tests/grader/test_autograde_roundtrip.py)."""
+(tests/grader/test_autograde_roundtrip.py). A lab in progress (grader.lab_status) is in the record
+once it has been proven, and then checked like the others, but counts towards no goal yet."""
 import pytest
 
-from grader import course, mutants, roundtrip_rules as rules
+from grader import lab_status, mutants, roundtrip_rules as rules
 from grader.proof import ledger
 
 RECORD = rules.visible_record()
-LABS = [lab for lab in course.labs() if not lab.endswith("_quiz")]
+LABS = [lab for lab in lab_status.finished_labs() if not lab.endswith("_quiz")]
+DRAFTS = [lab for lab in lab_status.labs_in_progress() if not lab.endswith("_quiz")]
 
 
 def test_the_record_covers_every_exercise_with_its_mutant_count():
-    assert sorted(RECORD) == LABS
-    for lab in LABS:
+    assert sorted(set(RECORD) - set(DRAFTS)) == LABS
+    for lab in sorted(RECORD):
         counts = {answer: len(e.mutants) for answer, e in mutants.load(lab).items()}
         assert {answer: total for answer, (_, total) in RECORD[lab].items()} == counts, lab
 
@@ -28,11 +30,13 @@ def test_validate_shows_a_mutant_of_every_exercise_and_80_percent_of_all():
     assert caught / total >= rules.VISIBLE_GOAL, f"Validate shows {caught} of {total} mutants"
 
 
-@pytest.mark.parametrize("lab", LABS)
+@pytest.mark.parametrize("lab", LABS + DRAFTS)
 def test_the_record_is_what_the_ledger_s_gradings_give(lab):
     stored = ledger.read(lab)
+    if lab in DRAFTS and not stored.entries and lab not in RECORD:
+        pytest.skip(f"{lab} is in progress and not proven yet")
     assert stored.entries, f"ledger/{lab}.json holds no gradings: make prove LAB={lab}"
-    assert rules.visible_catch_of_entries(stored.entries.values(), mutants.load(lab)) == RECORD[lab]
+    assert rules.visible_catch_of_entries(stored.entries.values(), mutants.load(lab)) == RECORD.get(lab)
 
 
 def test_the_record_is_written_one_lab_a_line_and_reads_back(tmp_path):
@@ -50,7 +54,7 @@ def core_misses(entries, exercises) -> list:
     return [miss for miss in rules.visible_misses(entries, exercises) if miss in core]
 
 
-@pytest.mark.parametrize("lab", LABS)
+@pytest.mark.parametrize("lab", LABS + DRAFTS)
 def test_every_core_mutant_is_caught_by_a_visible_check(lab):
     """A learner who makes the mistake an exercise exists to teach must see it before submitting."""
     misses = core_misses(ledger.read(lab).entries.values(), mutants.load(lab))
