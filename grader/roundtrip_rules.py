@@ -89,28 +89,28 @@ def write_visible_record(lab: str, visible: dict, path: Path = VISIBLE_RECORD) -
     path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
 
 
-def visible_catch_of_entries(entries, exercises: dict) -> dict:
-    """:func:`visible_catch` of stored gradings (``grader.proof.ledger.Entry``): the record a
-    lab's ledger implies."""
+def _graded_of_entries(entries) -> dict:
+    """Stored gradings (``grader.proof.ledger.Entry``) as :class:`Graded`: the mutants each one
+    graded and which test cells failed on a line Validate runs."""
     graded = {}
     for e in entries:
         mutated = {a: v.split(": ", 1)[1] for a, v in e.variants.items() if v.startswith("mutant: ")}
         visible = {gid: err[3] for gid, err in e.result["errors"].items()}
         graded[e.student] = Graded(e.student, {}, {}, mutated, visible)
-    return visible_catch(graded, exercises)
+    return graded
+
+
+def visible_catch_of_entries(entries, exercises: dict) -> dict:
+    """:func:`visible_catch` of stored gradings: the record a lab's ledger implies."""
+    return visible_catch(_graded_of_entries(entries), exercises)
 
 
 def visible_misses(entries, exercises: dict) -> list[tuple[str, str]]:
-    """(answer grade_id, mutant name) of every mutant graded in these stored gradings
-    (``grader.proof.ledger.Entry``) that no test cell of its exercise failed on a line Validate
-    runs: the mutants only hidden tests catch."""
-    misses = []
-    for e in entries:
-        visible = {gid: err[3] for gid, err in e.result["errors"].items()}
-        for answer, variant in e.variants.items():
-            if variant.startswith("mutant: ") and not any(visible.get(t) for t in exercises[answer].tests):
-                misses.append((answer, variant.split(": ", 1)[1]))
-    return sorted(misses)
+    """(answer grade_id, mutant name) of every mutant graded in these stored gradings that no test
+    cell of its exercise failed on a line Validate runs: the mutants only hidden tests catch."""
+    return sorted((answer, name) for g in _graded_of_entries(entries).values()
+                  for answer, name in g.mutated.items()
+                  if not any(g.failed_visibly.get(t) for t in exercises[answer].tests))
 
 
 def visible_problems(visible: dict, recorded: dict, not_graded: dict | None = None) -> list[str]:
