@@ -191,7 +191,6 @@ def moves_on_a_described_gpu(train_fn, config: dict, *, device: str = "cuda:1") 
     device), ...], "modules": [(class name, device), ...], "error": None or what the run raised}``.
     """
     import torch
-    import ray.train
     import ray.train.torch
     import ray.train.v2.torch.train_loop_utils as loop_utils
 

@@ -1,0 +1,124 @@
+"""Checks for lab 06's searcher exercise: an adaptive searcher and random search at one budget.
+
+The exercise's function builds a ``tune.Tuner`` for any trainable, so the checks hand it
+:func:`probe_trial`, a stand-in that trains nothing: it sleeps, scores ``lr`` with a fixed formula
+and reports when it started and ended. What really happened is then read back from two records:
+
+- the trials' own start and end times (:func:`most_at_once`): how many ran together;
+- the searcher state Tune saves in the experiment folder (:func:`optuna_study`): for an
+  ``OptunaSearch`` it holds Optuna's study, whose trials show every configuration the searcher
+  proposed, the value it was told for each, and when it proposed it and when it heard back.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os
+import pickle
+import time
+
+from raylab.checks import check, check_equal
+
+PROBE_SECONDS = 1.0
+PROBE_BEST_LR = 1e-3
+
+
+def probe_trial(config: dict) -> None:
+    """A Tune function trainable that trains nothing: one report, ``PROBE_SECONDS`` after it starts.
+
+    ``val_accuracy`` peaks at 1.0 for ``lr == PROBE_BEST_LR`` and falls with the distance in
+    decades; ``started`` and ``ended`` are wall-clock seconds, so overlapping trials show."""
+    from ray import tune
+
+    started = time.time()
+    time.sleep(PROBE_SECONDS)
+    score = math.exp(-(math.log10(config["lr"]) - math.log10(PROBE_BEST_LR)) ** 2)
+    tune.report({"val_accuracy": score, "started": started, "ended": time.time()})
+
+
+def most_at_once(intervals) -> int:
+    """The largest number of ``(start, end)`` intervals that overlap at one moment."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    running = most = 0
+    for _, step in events:  # at equal times an end (-1) sorts before a start: touching is not overlapping
+        running += step
+        most = max(most, running)
+    return most
+
+
+def optuna_study(experiment_path: str):
+    """The Optuna study of the newest searcher state Tune saved in ``experiment_path``, or ``None``
+    when the experiment's searcher was not an ``OptunaSearch`` (Tune's random search saves none)."""
+    states = sorted(glob.glob(os.path.join(experiment_path, "searcher-state-*.pkl")), key=os.path.getmtime)
+    if not states:
+        return None
+    with open(states[-1], "rb") as f:
+        state = pickle.load(f)
+    return state.get("_ot_study") if isinstance(state, dict) else None
+
+
+def check_search_run(results, *, num_samples: int, experiment: str, storage_path: str) -> None:
+    """Every trial ran to its report, ``num_samples`` of them, into ``<storage_path>/<experiment>``,
+    and the results' best is the highest ``val_accuracy``."""
+    check(hasattr(results, "get_best_result") and hasattr(results, "errors"),
+          f"fit() gave {type(results).__name__}; expected a ResultGrid", hint="return the Tuner; the test runs it")
+    check(not results.errors, f"{len(results.errors)} trial(s) failed: {str(results.errors[0])[:300] if results.errors else ''}")
+    check_equal(len(results), num_samples, "trials that ran", hint="TuneConfig(num_samples=...) is the budget")
+    check_equal(os.path.realpath(results.experiment_path), os.path.realpath(os.path.join(storage_path, experiment)),
+                "folder of the experiment", hint=f"tune.RunConfig(name={experiment!r}, storage_path=storage_path)")
+    best = max(r.metrics["val_accuracy"] for r in results)
+    check_equal(results.get_best_result().metrics["val_accuracy"], best,
+                "val_accuracy of get_best_result() (the highest of the trials)",
+                hint="which metric does the TuneConfig optimise, and in which direction?")
+
+
+def check_two_at_a_time(intervals, label: str) -> None:
+    """At most two of ``intervals`` overlapped, and two did."""
+    most = most_at_once(intervals)
+    check(most <= 2, f"{label}: {most} at once; the exercise allows 2",
+          hint="TuneConfig(max_concurrent_trials=2), or a ConcurrencyLimiter around the searcher; a "
+               "BasicVariantGenerator of your own ignores max_concurrent_trials and takes max_concurrent=...")
+    check(most == 2, f"{label}: never 2 at once, so the run took twice as long as it needed",
+          hint="with a searcher of its own, Tune keeps only one trial in flight unless you set a concurrency limit")
+
+
+def check_adaptive_study(results, *, num_samples: int) -> None:
+    """The experiment's searcher was an Optuna study that proposed every trial's ``lr`` and was told
+    every trial's ``val_accuracy``, to maximise."""
+    import optuna
+
+    study = optuna_study(results.experiment_path)
+    check(study is not None, "the experiment saved no Optuna searcher state: its searcher was not OptunaSearch",
+          hint="TuneConfig(search_alg=OptunaSearch(...)) when adaptive is True")
+    check_equal(study.direction, optuna.study.StudyDirection.MAXIMIZE, "direction of the Optuna study",
+                hint="the searcher must know the metric and mode: TuneConfig(metric=..., mode=...) passes them on")
+    told = sorted((t.params.get("lr"), t.value) for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
+    ran = sorted((r.config["lr"], r.metrics["val_accuracy"]) for r in results)
+    check_equal(len(told), num_samples, "trials whose val_accuracy the Optuna study was told")
+    check(all(math.isclose(a[0], b[0]) and math.isclose(a[1], b[1]) for a, b in zip(told, ran)),
+          f"the study's (lr, value) pairs {told[:3]}... are not the trials' (lr, val_accuracy) {ran[:3]}...",
+          hint="the searcher learns from the metric named in TuneConfig")
+
+
+def proposals_out(results) -> list:
+    """``(proposed, answered)`` times of every trial of the experiment's Optuna study: while a
+    proposal is out, the searcher chooses without its result."""
+    study = optuna_study(results.experiment_path)
+    check(study is not None, "the experiment saved no Optuna searcher state: its searcher was not OptunaSearch")
+    return [(t.datetime_start.timestamp(), t.datetime_complete.timestamp()) for t in study.trials
+            if t.datetime_start and t.datetime_complete]
+
+
+def tpe_startup_trials(results) -> int | None:
+    """``n_startup_trials`` of the TPE sampler in the experiment's Optuna study (``None`` if none).
+
+    Optuna keeps it only as a private attribute; optuna is pinned in the course environment."""
+    study = optuna_study(results.experiment_path)
+    return getattr(getattr(study, "sampler", None), "_n_startup_trials", None)
+
+
+def check_shared_processes(results) -> None:
+    """Fewer processes than trials: Tune ran a new trial in a finished trial's process."""
+    pids = {r.metrics.get("pid") for r in results}
+    check(len(pids) < len(results), f"{len(results)} trials ran in {len(pids)} processes, one each",
+          hint="TuneConfig(reuse_actors=True) lets a trial start in the process of a finished one")
