@@ -4,10 +4,12 @@ The exercise's function builds a ``tune.Tuner`` for any trainable, so the checks
 :func:`probe_trial`, a stand-in that trains nothing: it sleeps, scores ``lr`` with a fixed formula
 and reports when it started and ended. What really happened is then read back from two records:
 
-- the trials' own start and end times (:func:`most_at_once`): how many ran together;
+- the trials' own start and end times (:func:`run_times`, :func:`most_at_once`): how many ran
+  together. (Not the study's proposal times: Tune asks a searcher for the next trial while one
+  runs, so two proposals are out even when trials run one at a time.)
 - the searcher state Tune saves in the experiment folder (:func:`optuna_study`): for an
   ``OptunaSearch`` it holds Optuna's study, whose trials show every configuration the searcher
-  proposed, the value it was told for each, and when it proposed it and when it heard back.
+  proposed and the value it was told for each.
 """
 from __future__ import annotations
 
@@ -100,13 +102,9 @@ def check_adaptive_study(results, *, num_samples: int) -> None:
           hint="the searcher learns from the metric named in TuneConfig")
 
 
-def proposals_out(results) -> list:
-    """``(proposed, answered)`` times of every trial of the experiment's Optuna study: while a
-    proposal is out, the searcher chooses without its result."""
-    study = optuna_study(results.experiment_path)
-    check(study is not None, "the experiment saved no Optuna searcher state: its searcher was not OptunaSearch")
-    return [(t.datetime_start.timestamp(), t.datetime_complete.timestamp()) for t in study.trials
-            if t.datetime_start and t.datetime_complete]
+def run_times(results) -> list:
+    """``(started, ended)`` of every trial of ``results`` run with :func:`probe_trial`."""
+    return [(r.metrics["started"], r.metrics["ended"]) for r in results]
 
 
 def tpe_startup_trials(results) -> int | None:
