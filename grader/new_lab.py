@@ -100,7 +100,7 @@ Next steps (docs/authoring.md, "Adding a lab", explains each):
   4. Tag cells that teach a claim (tags=claim:Cnn) and list the claim in grader/claims.yaml.
   5. Commit, then make prove LAB={name}: solution full marks, untouched 0, every mutant caught,
      visible catch rate >= 80 %; commit ledger/{name}.json and grader/visible_catch.json.
-  6. .venv/bin/python -m grader.bench {name} (<= 90 s on 2 cores): add its row to docs/workshop.md's
+  6. .venv/bin/python -m grader.bench.labs {name} (<= 90 s on 2 cores): add its row to docs/workshop.md's
      per-lab table, set the header's machine time and an honest learner time.
   7. Last, remove the in-progress mark: delete '{mark}' from {mutants_file},
      then make release (it leaves labs in progress out) and make test-fast, and commit.

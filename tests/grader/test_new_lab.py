@@ -75,7 +75,7 @@ def test_the_checklist_ends_with_deleting_the_mark_after_prove_and_bench(scratch
     last = steps[-1]
     assert "remove the in-progress mark" in last and lab_status.MARK in last and "make release" in last
     earlier = "\n".join(steps[:-1])
-    assert "make prove LAB=11_ray_data" in earlier and "grader.bench 11_ray_data" in earlier
+    assert "make prove LAB=11_ray_data" in earlier and "grader.bench.labs 11_ray_data" in earlier
 
 
 def test_the_skeleton_is_a_well_formed_draft(scratch_course, tmp_path, monkeypatch):
@@ -118,7 +118,7 @@ def test_release_leaves_a_lab_in_progress_out(scratch_course, monkeypatch, tmp_p
 
 
 def test_the_workshop_offers_no_lab_in_progress(scratch_course):
-    from grader import workshop
+    from grader.workshop import up as workshop
 
     new_lab.create("11_ray_data")
     assert workshop.offered_labs([]) == ["00_lab_setup"]
