@@ -48,10 +48,10 @@ test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment (labs in progress are left out)
-	PYTHONPATH=. $(BIN)/python -m grader.release
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.release
 
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
-	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.new_lab $(NAME)
 
 prove: $(STAMP)  ## prove with no cache and record in ledger/: make prove LAB=03_checkpoints_and_report [ADDRESS=host:port]; no LAB: every lab, then the heavy test modules; TESTS=1: those modules only; MISSES=1: grade only what the ledger lacks
 	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(TESTS),--tests) $(if $(MISSES),--misses)
@@ -63,7 +63,7 @@ stability: $(STAMP)  ## does every answer get the same grade every time? make st
 	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
-	PYTHONPATH=. $(BIN)/python -m grader.run_solutions
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.run_solutions
 
 bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory, start-up share, seconds by kind of cell, the course in process floors
 	PYTHONPATH=. $(BIN)/python -m grader.bench.labs
@@ -113,7 +113,7 @@ workshop-down: $(STAMP)  ## as root: stop the hub, remove the room's accounts, g
 	PYTHONPATH=. $(BIN)/python -m grader.workshop.down $(if $(STATE),--state $(STATE)) $(if $(PURGE),--purge)
 
 learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key
-	PYTHONPATH=. $(BIN)/python -m grader.learner_pack
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.learner_pack
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch

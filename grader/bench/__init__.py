@@ -7,6 +7,6 @@ course); ``grading`` is ``make bench-grading`` (a class graded on synthetic subm
 ``train_logs`` reads Ray Train's controller logs.
 
 May import: the standard library, Ray, and from the grader the course list (``grader.course``), the
-notebook runner (``grader.run_solutions``) and, for ``grading``, the class grader and the mutants it
-grades. Nothing that decides a grade imports this package.
+notebook runner (``grader.authoring.run_solutions``) and, for ``grading``, the class grader and
+the mutants it grades. Nothing that decides a grade imports this package.
 """

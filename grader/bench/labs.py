@@ -52,7 +52,7 @@ from pathlib import Path
 from grader import course
 from grader.bench.cells import KINDS, cell_intervals, merged_length, startup_intervals, time_by_kind
 from grader.bench.startup import floor_seconds, run_processes
-from grader.run_solutions import run_notebook
+from grader.authoring.run_solutions import run_notebook
 from grader.bench.train_logs import train_runs
 from raylab.cluster import env_vars
 

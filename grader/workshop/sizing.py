@@ -37,7 +37,7 @@ import json, os, sys
 for path in sys.argv[2:]:
     with open(path, "w") as handle:
         handle.write(str(os.getpid()))
-from grader.run_solutions import run_notebook
+from grader.authoring.run_solutions import run_notebook
 from grader import course
 status, seconds, _ = run_notebook(course.solution_path(sys.argv[1]), grading=False)
 print("RESULT " + json.dumps({"status": status, "seconds": seconds}), flush=True)

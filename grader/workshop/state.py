@@ -21,7 +21,7 @@ from pathlib import Path
 
 from grader.workshop.accounts import Roster
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 COURSE_ID = "ray-train-tune"
 LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"

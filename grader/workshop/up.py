@@ -19,7 +19,7 @@ Run as root on the machine the room connects to. From a roster file it:
   configuration of ``workshop/learner-jupyter-config`` plus nbgrader's course id and exchange);
 - copies the released notebooks (``notebooks/<lab>``) and their sources into the course folder
   and releases them to the exchange with ``nbgrader release_assignment`` (every finished lab by
-  default; a lab in progress, ``grader.lab_status``, is never offered);
+  default; a lab in progress, ``grader.authoring.lab_status``, is never offered);
 - writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop.hub` holds what it configures) and
   starts ``jupyterhub`` on 127.0.0.1 (``--ip``/``HUB_IP`` to listen elsewhere) with the
   configurable-http-proxy pinned in ``workshop/hub/package.json`` (``npm ci --prefix workshop/hub``).
@@ -41,7 +41,7 @@ from grader.workshop.accounts import (  # noqa: F401 - the tests and the hub use
 from grader.workshop import confine
 from grader.workshop.limits import GIB, LearnerGroup, Limits, describe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HUB_NODE_DIR = ROOT / "workshop" / "hub"
 PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 
@@ -75,7 +75,7 @@ def _check(result: dict, what: str) -> None:
 def release(state: State, labs: list[str], learners: list[str]) -> None:
     """Fill the course folder's gradebook (learners; each lab's cells, from ``nbgrader
     generate_assignment`` of the lab's source into a throw-away folder), put the course's learner
-    notebooks (``notebooks/<lab>``, what ``grader.release`` published) in its release folder and
+    notebooks (``notebooks/<lab>``, what ``grader.authoring.release`` published) in its release folder and
     release them to the exchange (``nbgrader release_assignment``)."""
     from nbgrader.api import Gradebook
 
@@ -205,7 +205,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
 def offered_labs(named: list[str]) -> list[str]:
     """The labs a room gets: those named (default: every finished lab); SystemExit for an unknown
     lab or one in progress, before anything is set up."""
-    from grader import lab_status
+    from grader.authoring import lab_status
     from grader.course import labs as course_labs
 
     unknown = sorted(set(named) - set(course_labs()))
@@ -219,7 +219,7 @@ def release_more(state: State, labs: list[str]) -> int:
     """``make workshop-release LABS=..``: release more labs while the room runs, into the course's
     gradebook too (a lab released by hand with ``nbgrader release_assignment`` is not there, and
     the formgrader then never shows it)."""
-    from grader import lab_status
+    from grader.authoring import lab_status
     from grader.course import labs as course_labs
 
     settings_path = state.hub / "workshop.json"

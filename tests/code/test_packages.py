@@ -1,8 +1,8 @@
 """The grader's role packages keep to the imports their docstrings allow.
 
-``grader.workshop`` (the room) and ``grader.bench`` (measurements) are tools around the grading:
-the code that decides a grade must not import them, and no other part of the grader leans on
-them except where named here.
+``grader.workshop`` (the room), ``grader.bench`` (measurements) and ``grader.authoring`` (writing
+and publishing labs) are tools around the grading: the code that decides a grade imports none of
+them, and no other part of the grader leans on the room or the benchmarks except where named here.
 """
 import ast
 from pathlib import Path
@@ -49,4 +49,4 @@ def test_only_named_modules_import_a_role_package(package):
 def test_the_grading_recipe_holds_no_tool_package():
     recipe = recipe_modules()
     assert recipe and "grader/autograde.py" in recipe
-    assert [m for m in recipe if m.startswith(("grader/workshop/", "grader/bench/"))] == []
+    assert [m for m in recipe if m.startswith(("grader/workshop/", "grader/bench/", "grader/authoring/"))] == []

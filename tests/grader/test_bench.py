@@ -92,8 +92,8 @@ def dt_iso(epoch: float) -> str:
 def test_learner_mode_runs_a_notebook_without_its_hidden_tests(tmp_path):
     """A learner's finished copy has no hidden tests, so learner-mode timings leave them out; a
     grading run keeps them."""
-    from grader import authoring
-    from grader.run_solutions import run_notebook
+    from grader.authoring import text as authoring
+    from grader.authoring.run_solutions import run_notebook
 
     nb = authoring.new_notebook([
         authoring.make_cell("answer", "answer", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"),

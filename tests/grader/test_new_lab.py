@@ -6,7 +6,8 @@ import re
 import nbformat
 import pytest
 
-from grader import course, lab_status, mutants, new_lab
+from grader import course, mutants
+from grader.authoring import lab_status, new_lab
 
 REPOSITORY = course.ROOT  # nbgrader runs here, with the course's configuration
 
@@ -45,7 +46,7 @@ def test_names_and_numbers_are_checked(scratch_course):
         new_lab.create("00_again")
 
 
-# The lab in progress (grader.lab_status): marked by make new-lab, checked as a draft, never released.
+# The lab in progress (grader.authoring.lab_status): marked by make new-lab, checked as a draft, never released.
 
 def test_a_new_lab_is_in_progress_until_the_mark_is_deleted(scratch_course):
     new_lab.create("11_ray_data")
@@ -103,7 +104,7 @@ def test_the_skeleton_is_a_well_formed_draft(scratch_course, tmp_path, monkeypat
 
 
 def test_release_leaves_a_lab_in_progress_out(scratch_course, monkeypatch, tmp_path):
-    from grader import release
+    from grader.authoring import release
 
     released = []
     monkeypatch.setattr(release, "release", lambda labs, **kw: released.extend(labs))
