@@ -48,10 +48,10 @@ test-fast: $(STAMP)  ## the quick tier: no Ray clusters, no notebook runs
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
 release: $(STAMP)  ## regenerate notebooks/ from solutions/ with nbgrader generate_assignment (labs in progress are left out)
-	PYTHONPATH=. $(BIN)/python -m grader.release
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.release
 
 new-lab: $(STAMP)  ## start a lab: make new-lab NAME=11_topic (solution skeleton, mutants file, checklist)
-	PYTHONPATH=. $(BIN)/python -m grader.new_lab $(NAME)
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.new_lab $(NAME)
 
 prove: $(STAMP)  ## prove with no cache and record in ledger/: make prove LAB=03_checkpoints_and_report [ADDRESS=host:port]; no LAB: every lab, then the heavy test modules; TESTS=1: those modules only; MISSES=1: grade only what the ledger lacks
 	PYTHONPATH=. $(BIN)/python -m grader.proof.prove $(LAB) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(TESTS),--tests) $(if $(MISSES),--misses)
@@ -63,10 +63,10 @@ stability: $(STAMP)  ## does every answer get the same grade every time? make st
 	PYTHONPATH=. $(BIN)/python -m grader.stability $(LAB) --runs $(or $(RUNS),10)
 
 check: $(STAMP)  ## run every solution notebook headless; table of lab, status, seconds
-	PYTHONPATH=. $(BIN)/python -m grader.run_solutions
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.run_solutions
 
 bench: $(STAMP)  ## course benchmark: per-lab seconds, peak memory, start-up share, seconds by kind of cell, the course in process floors
-	PYTHONPATH=. $(BIN)/python -m grader.bench
+	PYTHONPATH=. $(BIN)/python -m grader.bench.labs
 
 grade: $(STAMP)  ## grade a class: make grade SUBMISSIONS=path/to/submitted [WORKERS=2] [ADDRESS=host:port] [FULL=1: also demo cells no test reads]
 	PYTHONPATH=. $(BIN)/python -m grader.classgrade $(SUBMISSIONS) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ADDRESS),--address $(ADDRESS)) $(if $(FULL),--full)
@@ -78,10 +78,10 @@ grade-mine: $(STAMP)  ## grade your own notebook like an instructor would: make 
 	PYTHONPATH=. $(BIN)/python -m grader.self_grade $(NB)
 
 bench-startup: $(STAMP)  ## where an empty 2-worker fit()'s seconds go (Ray's own logs), next to the process floor
-	PYTHONPATH=. $(BIN)/python -m grader.bench_startup
+	PYTHONPATH=. $(BIN)/python -m grader.bench.startup
 
 bench-grading: $(STAMP)  ## stock sequential nbgrader autograde vs the class grader: make bench-grading [LAB=05_failures_and_retries] [N=4]
-	PYTHONPATH=. $(BIN)/python -m grader.bench_grading $(if $(LAB),--lab $(LAB)) $(if $(N),-n $(N))
+	PYTHONPATH=. $(BIN)/python -m grader.bench.grading $(if $(LAB),--lab $(LAB)) $(if $(N),-n $(N))
 
 gpu-check: $(STAMP)  ## before a GPU workshop: run lab 04's DDP path on CUDA, print step times and backend
 	$(BIN)/python scripts/gpu_check.py
@@ -96,24 +96,24 @@ $(HUB_PROXY): workshop/hub/package.json workshop/hub/package-lock.json
 
 workshop: $(STAMP) $(HUB_PROXY)  ## as root: JupyterHub for a room: make workshop ROSTER=roster.txt [HUB_IP=..] [HUB_PORT=8000] [STATE=/srv/raylab-workshop] [LABS="00_lab_setup .."]
 	@test -n "$(ROSTER)" || { echo "usage: make workshop ROSTER=roster.txt (one learner login a line, 'instructor: login' lines)"; exit 2; }
-	PYTHONPATH=. $(BIN)/python -m grader.workshop --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
+	PYTHONPATH=. $(BIN)/python -m grader.workshop.up --roster $(ROSTER) $(if $(STATE),--state $(STATE)) \
 	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LABS),--labs $(LABS)) \
 	  $(if $(HUB_SSL_CERT),--ssl-cert $(HUB_SSL_CERT) --ssl-key $(HUB_SSL_KEY))
 
 workshop-release: $(STAMP)  ## as root, room running: release more labs to the exchange and the formgrader: make workshop-release LABS="03_checkpoints_and_report .." [STATE=..]
-	PYTHONPATH=. $(BIN)/python -m grader.workshop --release-only $(if $(STATE),--state $(STATE)) --labs $(LABS)
+	PYTHONPATH=. $(BIN)/python -m grader.workshop.up --release-only $(if $(STATE),--state $(STATE)) --labs $(LABS)
 
 workshop-collect: $(STAMP)  ## as root: collect a lab's submissions (refusing any not written by the learner it names): make workshop-collect LAB=00_lab_setup [STATE=..]
-	PYTHONPATH=. $(BIN)/python -m grader.workshop_feedback collect $(LAB) $(if $(STATE),--state $(STATE))
+	PYTHONPATH=. $(BIN)/python -m grader.workshop.feedback collect $(LAB) $(if $(STATE),--state $(STATE))
 
 workshop-feedback: $(STAMP)  ## as root, after make grade: release a lab's feedback to its learners: make workshop-feedback LAB=00_lab_setup [STATE=..]
-	PYTHONPATH=. $(BIN)/python -m grader.workshop_feedback release $(LAB) $(if $(STATE),--state $(STATE))
+	PYTHONPATH=. $(BIN)/python -m grader.workshop.feedback release $(LAB) $(if $(STATE),--state $(STATE))
 
 workshop-down: $(STAMP)  ## as root: stop the hub, remove the room's accounts, group, cgroups and state (keeps the course folder unless PURGE=1): make workshop-down [STATE=..]
-	PYTHONPATH=. $(BIN)/python -m grader.workshop_down $(if $(STATE),--state $(STATE)) $(if $(PURGE),--purge)
+	PYTHONPATH=. $(BIN)/python -m grader.workshop.down $(if $(STATE),--state $(STATE)) $(if $(PURGE),--purge)
 
 learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key
-	PYTHONPATH=. $(BIN)/python -m grader.learner_pack
+	PYTHONPATH=. $(BIN)/python -m grader.authoring.learner_pack
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch

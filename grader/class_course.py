@@ -2,7 +2,7 @@
 collect), it also writes into that course: the scores go into the course's own gradebook, with
 each graded notebook in ``autograded/``, so that the formgrader shows what the class grader gave
 (one gradebook, not two); and the submissions collect refused (another learner's name on them:
-:mod:`grader.workshop_exchange`) are printed in the report and written to the exports.
+:mod:`grader.workshop.exchange`) are printed in the report and written to the exports.
 
 A folder of submissions that is not a course's ``submitted/`` (no ``gradebook.db`` and
 ``nbgrader_config.py`` beside it) is left alone: nothing here runs.
@@ -29,7 +29,7 @@ def course_of(submissions: Path) -> Path | None:
 
 def report_refusals(course: Path, exports: Path) -> list[dict]:
     """Print the submissions collect refused and write them to ``exports/refused_submissions.csv``."""
-    from grader.workshop_exchange import read_refusals
+    from grader.workshop.exchange import read_refusals
 
     refused = read_refusals(course)
     if not refused:

@@ -30,7 +30,7 @@ asked fails the round trip::
             - ['ray.train.get_context().get_world_rank()', 'torch.distributed.get_rank()']
 
 A lab an author is still writing also holds the line ``status: in progress`` (not an exercise:
-``grader.lab_status`` reads it).
+``grader.authoring.lab_status`` reads it).
 
 ``requirements`` lists what the exercise's prompt asks, and ``breaks`` says which of those a
 mutant violates; ``grader.requirements`` traces both to the test cells' checks. Every mutant says
@@ -63,7 +63,7 @@ import yaml
 from grader import course
 
 MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
-# The top-level key of a lab's status (grader.lab_status), the one key that is not an answer cell.
+# The top-level key of a lab's status (grader.authoring.lab_status), the one key that is not an answer cell.
 STATUS_KEY = "status"
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
 

@@ -26,6 +26,7 @@ import nbformat
 from grader import autograde, gradebook, mutants, requirements, trim
 from grader.grading_templates import Templates
 from grader.proof import keys, ledger
+from grader.proof.machine import machine_class
 from grader.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
                                     visible_problems, visible_record)
 
@@ -173,7 +174,7 @@ def grade_one(lab: str, student: str, notebook: bytes, template: bytes) -> tuple
     run it (``make prove ADDRESS=...``)."""
     res = autograde.autograde_submission(lab, student, notebook, template, OPTIONS)
     autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-    where = {"machine": keys.digest(keys.machine_class()), "environment": keys.digest(keys.environment_parts())}
+    where = {"machine": keys.digest(machine_class()), "environment": keys.digest(keys.environment_parts())}
     return ledger.raw_result(res, first_errors(autograded) if autograded else {}), where
 
 

@@ -29,15 +29,15 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
 import platform
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from grader.proof.machine import machine_class
 
 # Raise when the meaning of a part changes (a new part, another normalisation): every key changes.
 SCHEMA = 1
@@ -163,7 +163,7 @@ def recipe_settings(options) -> dict:
             "network_isolated": options.isolate_network and course.can_isolate_network()}
 
 
-# --- the course environment and the machine ----------------------------------------------------
+# --- the course environment ------------------------------------------------------------------
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?")
 # Lines of a RECORD that differ between two installs of the same files: scripts outside
@@ -231,32 +231,6 @@ def environment_parts(root: Path = ROOT) -> dict:
     python = [sys.version, list(platform.python_build()), platform.python_implementation(),
               sys.implementation.cache_tag]
     return {"python": python, "distributions": dists}
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def _gpus() -> list[str]:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    # "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)": the model, not the card's serial
-    return sorted(re.sub(r"\s*\(UUID:[^)]*\)", "", l) for l in out.stdout.splitlines() if l.strip())
-
-
-@functools.lru_cache(maxsize=1)
-def machine_class() -> dict:
-    """What kind of machine grades, not how fast it is right now."""
-    os_release = dict(l.split("=", 1) for l in _read("/etc/os-release").splitlines() if "=" in l)
-    return {"os": os_release.get("PRETTY_NAME", "").strip('"') or platform.platform(),
-            "kernel": platform.release(), "libc": list(platform.libc_ver()),
-            "cgroup": 2 if Path("/sys/fs/cgroup/cgroup.controllers").exists() else 1,
-            "arch": platform.machine(), "cores": os.cpu_count(), "gpus": _gpus()}
 
 
 # --- keys ---------------------------------------------------------------------------------------

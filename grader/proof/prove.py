@@ -20,7 +20,7 @@ from grader import course, roundtrip, roundtrip_rules
 from grader.proof import ledger
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="make prove", description=__doc__.split("\n\n")[0])
     parser.add_argument("labs", nargs="*")
     parser.add_argument("--mutants", type=int, default=None, metavar="N",
@@ -35,7 +35,11 @@ def main(argv=None) -> int:
                         help="prove the heavy test modules (grader/proof/suites.py) instead of labs")
     parser.add_argument("--workers", type=int, default=None,
                         help="gradings at once (default 2 here; a cluster: one per 2 CPUs it has)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     if args.tests:
         return prove_modules(record=not args.no_record)
     labs = args.labs or course.labs()
@@ -57,24 +61,8 @@ def main(argv=None) -> int:
 
         ray.init(address=args.address, log_to_driver=False)
         workers = workers or max(1, int(ray.cluster_resources().get("CPU", 2) // 2))
-    bad = 0
     try:
-        for lab in labs:
-            rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address,
-                               only=only, stored=ledger.read(lab) if args.misses else None)
-            print(roundtrip.report(rt), flush=True)
-            # a recorded proof replaces the record, so it is judged against its own counts (an
-            # exercise Validate shows no mutant of still fails); the record's diff shows any drop
-            visible = roundtrip.validate_problems(rt, recorded=rt.visible if record else None)
-            for problem in visible:
-                print(f"  VISIBLE: {problem}")
-            bad += bool(rt.problems or visible)
-            if record and rt.records:
-                path = ledger.write(ledger.LabLedger(lab, rt.records, ledger.head_commit()))
-                print(f"  ledger: {path.relative_to(course.ROOT)} holds its {len(rt.records)} gradings", flush=True)
-                if not lab.endswith("_quiz"):
-                    roundtrip_rules.write_visible_record(lab, rt.visible)
-                    print(f"  visible catch recorded in {roundtrip_rules.VISIBLE_RECORD.relative_to(course.ROOT)}")
+        bad = sum(not prove_lab(lab, args, workers=workers, only=only, record=record) for lab in labs)
     finally:
         if args.address:
             import ray
@@ -85,13 +73,34 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
+def prove_lab(lab: str, args, *, workers, only, record: bool) -> bool:
+    """Grade, judge and (``record``) record one lab's round trip; True when it proved right."""
+    rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address,
+                       only=only, stored=ledger.read(lab) if args.misses else None)
+    print(roundtrip.report(rt), flush=True)
+    # a recorded proof replaces the record, so it is judged against its own counts (an
+    # exercise Validate shows no mutant of still fails); the record's diff shows any drop
+    visible = roundtrip.validate_problems(rt, recorded=rt.visible if record else None)
+    for problem in visible:
+        print(f"  VISIBLE: {problem}")
+    if record and rt.records:
+        path = ledger.write(ledger.LabLedger(lab, rt.records, ledger.head_commit()))
+        print(f"  ledger: {path.relative_to(course.ROOT)} holds its {len(rt.records)} gradings", flush=True)
+        if not lab.endswith("_quiz"):
+            roundtrip_rules.write_visible_record(lab, rt.visible)
+            print(f"  visible catch recorded in {roundtrip_rules.VISIBLE_RECORD.relative_to(course.ROOT)}")
+    return not (rt.problems or visible)
+
+
 def prove_modules(record: bool) -> int:
     """Run every heavy test module with no cache and record those that passed whole in
     ``ledger/tests.json`` (their keys cover the whole tree but prose: all of it must be committed)."""
     from grader.proof import suites
 
     if record:
-        dirty = [p for p in ledger.uncommitted_tree() if not p.startswith("ledger/")]
+        # what this same command wrote for the labs (the ledger, the visible-catch record) may be uncommitted
+        written = ("ledger/", str(roundtrip_rules.VISIBLE_RECORD.relative_to(course.ROOT)))
+        dirty = [p for p in ledger.uncommitted_tree() if not p.startswith(written)]
         if dirty:
             print("make prove records the tree as committed; uncommitted changes:\n  " + "\n  ".join(dirty))
             return 2

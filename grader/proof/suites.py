@@ -35,6 +35,7 @@ from pathlib import Path
 
 from grader.proof import keys
 from grader.proof.keys import ROOT, SCHEMA, Keyed, digest
+from grader.proof.machine import machine_class
 
 LEDGER_FILE = ROOT / "ledger" / "tests.json"
 HEAVY_MARK = re.compile(r"pytest\.mark\.(slow|browser)\b")
@@ -143,7 +144,7 @@ def module_parts(modules=None, root: Path = ROOT) -> dict[str, ModuleParts]:
     files = tree_files(root)
     hashes = {f: digest((root / f).read_bytes()) for f in files}
     environment = digest({"python": [sys.version, sys.implementation.cache_tag], "distributions": _distributions()})
-    system, machine = system_packages(), digest(keys.machine_class())
+    system, machine = system_packages(), digest(machine_class())
     return {m: ModuleParts(m, digest({f: hashes[f] for f in module_inputs(m, files, root)}), environment, system, machine)
             for m in (modules or cached_modules(root))}
 

@@ -1,7 +1,7 @@
 """Which claims the notebooks teach (cells tagged claim:Cnn).
 
 Unknown ids fail. Claims without a tagged cell are reported; once every lab of a claim's range has
-landed (its lab exists and is finished, grader.lab_status), a missing tag fails too.
+landed (its lab exists and is finished, grader.authoring.lab_status), a missing tag fails too.
 """
 import ast
 import re
@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from grader import course, lab_status
+from grader import course
+from grader.authoring import lab_status
 
 CLAIMS = yaml.safe_load((course.ROOT / "grader" / "claims.yaml").read_text())
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from grader import bench_startup, train_logs
+from grader.bench import startup as bench_startup, train_logs
 
 
 def _write_log(folder, run_name, rows):

@@ -23,7 +23,8 @@ import nbformat
 import psutil
 import pytest
 
-from grader import authoring, classgrade, course, feedback_guard, isolation
+from grader import classgrade, course, feedback_guard, isolation
+from grader.authoring import text as authoring
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not isolation.available()[0], reason="the sandbox needs root and util-linux")]

@@ -6,7 +6,8 @@ import re
 import nbformat
 import pytest
 
-from grader import course, lab_status, mutants, new_lab
+from grader import course, mutants
+from grader.authoring import lab_status, new_lab
 
 REPOSITORY = course.ROOT  # nbgrader runs here, with the course's configuration
 
@@ -45,7 +46,7 @@ def test_names_and_numbers_are_checked(scratch_course):
         new_lab.create("00_again")
 
 
-# The lab in progress (grader.lab_status): marked by make new-lab, checked as a draft, never released.
+# The lab in progress (grader.authoring.lab_status): marked by make new-lab, checked as a draft, never released.
 
 def test_a_new_lab_is_in_progress_until_the_mark_is_deleted(scratch_course):
     new_lab.create("11_ray_data")
@@ -75,7 +76,7 @@ def test_the_checklist_ends_with_deleting_the_mark_after_prove_and_bench(scratch
     last = steps[-1]
     assert "remove the in-progress mark" in last and lab_status.MARK in last and "make release" in last
     earlier = "\n".join(steps[:-1])
-    assert "make prove LAB=11_ray_data" in earlier and "grader.bench 11_ray_data" in earlier
+    assert "make prove LAB=11_ray_data" in earlier and "grader.bench.labs 11_ray_data" in earlier
 
 
 def test_the_skeleton_is_a_well_formed_draft(scratch_course, tmp_path, monkeypatch):
@@ -103,7 +104,7 @@ def test_the_skeleton_is_a_well_formed_draft(scratch_course, tmp_path, monkeypat
 
 
 def test_release_leaves_a_lab_in_progress_out(scratch_course, monkeypatch, tmp_path):
-    from grader import release
+    from grader.authoring import release
 
     released = []
     monkeypatch.setattr(release, "release", lambda labs, **kw: released.extend(labs))
@@ -118,7 +119,7 @@ def test_release_leaves_a_lab_in_progress_out(scratch_course, monkeypatch, tmp_p
 
 
 def test_the_workshop_offers_no_lab_in_progress(scratch_course):
-    from grader import workshop
+    from grader.workshop import up as workshop
 
     new_lab.create("11_ray_data")
     assert workshop.offered_labs([]) == ["00_lab_setup"]

@@ -132,7 +132,7 @@ def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     assert _changed(before, _keys(tree, subs)) == ALL
 
 
-@pytest.mark.parametrize("path", ["grader/bench.py", "grader/roundtrip_rules.py", "grader/visible_catch.json",
+@pytest.mark.parametrize("path", ["grader/bench/labs.py", "grader/roundtrip_rules.py", "grader/visible_catch.json",
                                   "grader/proof/plan.py", "requirements-dev.txt"])
 def test_what_a_grading_never_runs_changes_no_key(tree, path):
     """The judging rules, the tools around the grader and the developers' pins are not inputs."""

@@ -1,11 +1,12 @@
 """notebooks/ is exactly what `nbgrader generate_assignment` makes from solutions/. A lab in
-progress (grader.lab_status) must generate too, and must not be in notebooks/ yet."""
+progress (grader.authoring.lab_status) must generate too, and must not be in notebooks/ yet."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader import course, lab_status
+from grader import course
+from grader.authoring import lab_status
 
 LABS = course.labs()
 

@@ -10,7 +10,8 @@ import json
 import nbformat
 import pytest
 
-from grader import authoring, course
+from grader import course
+from grader.authoring import text as authoring
 
 pytestmark = pytest.mark.slow
 

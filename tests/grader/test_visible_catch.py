@@ -4,11 +4,12 @@ mutant count, at least one mutant each that Validate shows, 80 % of all mutants,
 the ledger's stored gradings give (make prove writes both; nobody writes the record by hand), and
 that every core mutant (the mistake its exercise exists to teach) fails a check Validate runs. The
 round trips check that each lab's mutants still fail visibly at least as often as recorded
-(tests/grader/test_autograde_roundtrip.py). A lab in progress (grader.lab_status) is in the record
+(tests/grader/test_autograde_roundtrip.py). A lab in progress (grader.authoring.lab_status) is in the record
 once it has been proven, and then checked like the others, but counts towards no goal yet."""
 import pytest
 
-from grader import lab_status, mutants, roundtrip_rules as rules
+from grader import mutants, roundtrip_rules as rules
+from grader.authoring import lab_status
 from grader.proof import ledger
 
 RECORD = rules.visible_record()

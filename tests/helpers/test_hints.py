@@ -429,7 +429,7 @@ def test_workshop_guide_lists_every_hint():
 
 
 def test_lab_titles_come_from_the_lab_folders():
-    from grader import lab_status
+    from grader.authoring import lab_status
 
     for lab in lab_status.finished_labs():  # a lab in progress has no learner folder yet
         assert hints.lab_title(lab[:2]) == f"lab {lab[:2]} ({lab})"

@@ -1,6 +1,6 @@
 """Static checks of the course sources: nbgrader metadata, claim tags, mutants, learner copies.
 
-A lab in progress (grader.lab_status) is checked as a draft: its learner copy is the one nbgrader
+A lab in progress (grader.authoring.lab_status) is checked as a draft: its learner copy is the one nbgrader
 generates from it now, into a scratch folder, since it is not released; only what a finished lab
 has (a committed learner copy, a `make bench` row) is not required of it.
 """
@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import authoring, course, lab_status, mutants
+from grader import course, mutants
+from grader.authoring import text as authoring, lab_status
 
 LABS = course.labs()
 CLAIM_TAG = re.compile(r"^claim:C(\d\d)$")

@@ -4,14 +4,15 @@ Reads the solution notebooks only (fast). A lab passes when one of its code cell
 test cell draws a figure, either with ``raylab.plots`` (whose helpers take a title and both axis
 labels) or with matplotlib directly, then with a title and at least one axis label in the same
 cell. The quiz produces neither curves nor tables and is not listed; a lab in progress joins the
-list when it is finished (grader.lab_status).
+list when it is finished (grader.authoring.lab_status).
 """
 import ast
 
 import nbformat
 import pytest
 
-from grader import course, lab_status
+from grader import course
+from grader.authoring import lab_status
 
 RAYLAB_PLOTS = {"curves", "bars", "stacked_bars"}
 MPL_DRAWING = {"plot", "bar", "barh", "scatter", "hist", "step", "stairs", "imshow", "fill_between",

@@ -169,7 +169,7 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
     assert forged.stat().st_uid == pwd.getpwnam(wrong).pw_uid
 
     # The instructor: collect, grade with the class grader (`make grade`), release the feedback.
-    from grader import workshop_exchange, workshop_feedback
+    from grader.workshop import exchange as workshop_exchange, feedback as workshop_feedback
 
     state = wh.workshop.State(hub.state)
     assert workshop_feedback.collect(state, lab) == sorted([right, wrong])

@@ -10,8 +10,8 @@ from traitlets.config import Config
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop  # noqa: E402
-from grader.workshop_hub import configure  # noqa: E402
+from grader.workshop import up as workshop  # noqa: E402
+from grader.workshop.hub import configure  # noqa: E402
 
 
 def test_roster_learners_instructors_comments(tmp_path):
@@ -66,7 +66,7 @@ def test_hub_configuration(tmp_path):
     assert "ssl_cert" not in c.JupyterHub
     assert c.Spawner.cmd == ["/x/python", "-m", "jupyterhub.singleuser"]
     # Learners' servers get the per-learner limits, instructors' do not.
-    from grader.workshop_hub import WorkshopSpawner
+    from grader.workshop.hub import WorkshopSpawner
 
     assert c.JupyterHub.spawner_class is WorkshopSpawner
     assert c.WorkshopSpawner.limited_users == {"bob"}
@@ -77,7 +77,7 @@ def test_a_clone_other_users_cannot_enter_stops_the_hub_with_its_reason():
     import shutil
     import tempfile
 
-    from grader.workshop_state import blocked_for_others, require_clone_reachable
+    from grader.workshop.state import blocked_for_others, require_clone_reachable
 
     base = Path(tempfile.mkdtemp(prefix="rlw-clone-", dir="/tmp"))  # pytest's own folders are 0700
     try:

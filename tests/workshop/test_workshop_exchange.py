@@ -1,4 +1,4 @@
-"""The room's collect (grader.workshop_exchange.CheckedCollect) on a real nbgrader exchange folder,
+"""The room's collect (grader.workshop.exchange.CheckedCollect) on a real nbgrader exchange folder,
 with real Unix owners (fast; needs root to give files to two system accounts): a submission folder
 named as one learner's but written by another account is refused and reported, and the named
 learner's own latest submission is the one collected. nbgrader's own collect, on the same inbound,
@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop_exchange  # noqa: E402
+from grader.workshop import exchange as workshop_exchange  # noqa: E402
 
 LAB = "lab1"
 if os.geteuid() != 0:

@@ -1,4 +1,4 @@
-"""Feedback hints that place the failing check (grader.workshop_hints), on a notebook really run
+"""Feedback hints that place the failing check (grader.workshop.hints), on a notebook really run
 by a kernel (nbclient): a test cell whose visible checks pass and whose hidden check fails gets the
 "hidden" hint, one whose visible check fails gets the "visible" hint, and neither hint quotes the
 hidden check."""
@@ -12,7 +12,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop_hints  # noqa: E402
+from grader.workshop import hints as workshop_hints  # noqa: E402
 
 
 def _grade_cell(source: str, grade_id: str):

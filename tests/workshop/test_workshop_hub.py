@@ -1,6 +1,6 @@
 """The workshop hub (`make workshop`, issue 17), started for real with a 2-learner roster.
 
-`grader.workshop` runs as it does for an instructor (system users, state folder, nbgrader release,
+`grader.workshop.up` runs as it does for an instructor (system users, state folder, nbgrader release,
 JupyterHub with its pinned configurable-http-proxy) in a temporary state folder on a free port.
 A learner logs in through the hub's login form, starts their server through the hub's REST API,
 and from the learner's side (commands run as that user with their server's environment) nothing
@@ -30,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop, workshop_down  # noqa: E402
+from grader.workshop import down as workshop_down, up as workshop  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -88,7 +88,7 @@ def hub(tmp_path_factory):
     env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.workshop", "--roster", str(roster), "--state", str(state),
+            [sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
              "--port", str(port), "--labs", LAB, "--instructor-group", group],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     hub = Hub(f"http://127.0.0.1:{port}", state, learners, instructor, proc, log)
@@ -109,7 +109,7 @@ def hub(tmp_path_factory):
         from raylab.cluster import kill_processes
 
         kill_processes(workshop_down.users_processes(users))
-        from grader.workshop_limits import LearnerGroup, Limits
+        from grader.workshop.limits import LearnerGroup, Limits
 
         for name in learners:
             LearnerGroup(name, Limits()).remove()
@@ -266,7 +266,7 @@ def test_learner_logs_in_and_gets_a_learner_server(hub):
 
 
 def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
-    from grader.workshop_hub import user_environment
+    from grader.workshop.hub import user_environment
 
     me, other = hub.learners
     settings = json.loads((hub.state / "hub" / "workshop.json").read_text())
@@ -345,7 +345,7 @@ def test_learner_server_runs_inside_its_limits_and_what_it_costs(hub):
     learner server goes to .scratch/workshop-hub-cost.json (docs/workshop.md, sizing)."""
     import psutil
 
-    from grader.workshop_limits import LearnerGroup, Limits
+    from grader.workshop.limits import LearnerGroup, Limits
 
     name = hub.learners[0]
     (hub.auth or {}).get(name) or _start_server(hub, name)
@@ -533,10 +533,10 @@ def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
     course's gradebook, so the formgrader lists it; an unknown lab is refused with the list."""
     later = "10_quiz"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    bad = subprocess.run([sys.executable, "-m", "grader.workshop", "--release-only", "--state", str(hub.state),
+    bad = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
                           "--labs", "99_nope"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "unknown: 99_nope" in bad.stderr, bad.stderr[-500:]
-    run = subprocess.run([sys.executable, "-m", "grader.workshop", "--release-only", "--state", str(hub.state),
+    run = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
                           "--labs", later], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (hub.state / "exchange" / workshop.COURSE_ID / "outbound" / later / f"{later}.ipynb").exists()
@@ -590,7 +590,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     instructor): the hub stops, the learner's processes end, the accounts (with their homes), the
     instructors' group, the learner's control groups and the state folder are gone; the course
     folder (submissions, gradebook) is kept, root only. Accounts that existed before are kept."""
-    from grader.workshop_limits import LearnerGroup, Limits
+    from grader.workshop.limits import LearnerGroup, Limits
 
     tag = secrets.token_hex(3)
     learner, instructor, group = f"rlw-{tag}d", f"rlw-{tag}j", f"rlw-{tag}h"
@@ -599,7 +599,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     roster = tmp_path / "roster.txt"
     roster.write_text(f"{learner}\ninstructor: {instructor}\nnobody\n")  # nobody: an existing account
     env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
-    setup = subprocess.run([sys.executable, "-m", "grader.workshop", "--roster", str(roster), "--state", str(state),
+    setup = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
                             "--port", str(_free_port()), "--labs", LAB, "--instructor-group", group, "--no-start"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert setup.returncode == 0, setup.stderr[-2000:]
@@ -614,7 +614,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
         _start_server(room, learner)
         assert _server_process(learner) is not None
         groups = LearnerGroup(learner, Limits()).create().folders
-        down = subprocess.run([sys.executable, "-m", "grader.workshop_down", "--state", str(state)], cwd=ROOT,
+        down = subprocess.run([sys.executable, "-m", "grader.workshop.down", "--state", str(state)], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=300)
         print(down.stdout)
         assert down.returncode == 0, down.stderr[-2000:]
@@ -630,7 +630,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
         assert len(kept) == 1 and (kept[0] / "gradebook.db").exists()
         assert stat.S_IMODE(kept[0].stat().st_mode) == 0o700
         # Bad input loses nothing: a folder that holds no room is refused, not deleted.
-        again = subprocess.run([sys.executable, "-m", "grader.workshop_down", "--state", str(kept[0])], cwd=ROOT,
+        again = subprocess.run([sys.executable, "-m", "grader.workshop.down", "--state", str(kept[0])], cwd=ROOT,
                                env=env, capture_output=True, text=True, timeout=120)
         assert again.returncode != 0 and "nothing to take down" in again.stderr
         assert (kept[0] / "gradebook.db").exists()

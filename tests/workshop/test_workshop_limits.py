@@ -1,4 +1,4 @@
-"""Per-learner limits of the workshop hub (grader.workshop_limits, issue 17), measured on this
+"""Per-learner limits of the workshop hub (grader.workshop.limits, issue 17), measured on this
 machine: a process started the way the hub starts a learner's server (the learner's group joined
 and RLIMIT_NPROC lowered in ``preexec_fn``, then JupyterHub's own switch to the learner's uid)
 cannot fork past its task limits, is killed past its memory limit and gets no more CPU time than
@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.workshop_limits import LearnerGroup, Limits  # noqa: E402
+from grader.workshop.limits import LearnerGroup, Limits  # noqa: E402
 
 if os.geteuid() != 0 or not shutil.which("useradd"):
     pytest.skip("per-learner limits need root (a system user, cgroups)", allow_module_level=True)

@@ -1,4 +1,4 @@
-"""Grading noise out of the feedback a learner fetches (grader.workshop_noise), on lines copied from
+"""Grading noise out of the feedback a learner fetches (grader.workshop.noise), on lines copied from
 a real class-grader feedback page of lab 00 (6 Dec 2026): the IP probe, the sandbox's scratch path
 and torch's FutureWarning go; the learner's own output and the score stay."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop_noise  # noqa: E402
+from grader.workshop import noise as workshop_noise  # noqa: E402
 
 
 def _stream(text: str) -> str:

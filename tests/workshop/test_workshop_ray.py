@@ -1,5 +1,5 @@
 """Each workshop learner's Ray cluster is their own (issue 17), with the environment the hub gives
-every learner's server (grader.workshop_hub.user_environment): Ray's temp folder in the learner's
+every learner's server (grader.workshop.hub.user_environment): Ray's temp folder in the learner's
 home, and Ray 2.58.0's token authentication with a token only that learner can read.
 
 Two system users (rlw-<random>, removed after): learner A starts the course's cluster
@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import workshop  # noqa: E402
-from grader.workshop_hub import user_environment  # noqa: E402
+from grader.workshop import up as workshop  # noqa: E402
+from grader.workshop.hub import user_environment  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

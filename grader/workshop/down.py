@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from grader.workshop_limits import LearnerGroup, Limits
-from grader.workshop_state import CREATED, DEFAULT_STATE, State
+from grader.workshop.limits import LearnerGroup, Limits
+from grader.workshop.state import CREATED, DEFAULT_STATE, State
 
 
 def _stop_pid_file(path: Path, wait_s: float = 30.0) -> int | None:

@@ -5,9 +5,9 @@ directory, and the formgrader edits it too). Editing notebook JSON by hand is er
 module converts a notebook to a readable text form and back, with the nbgrader metadata the course
 uses::
 
-    python -m grader.authoring to-text solutions/00_lab_setup/00_lab_setup.ipynb > /tmp/lab.txt
+    python -m grader.authoring.text to-text solutions/00_lab_setup/00_lab_setup.ipynb > /tmp/lab.txt
     $EDITOR /tmp/lab.txt
-    python -m grader.authoring from-text /tmp/lab.txt solutions/00_lab_setup/00_lab_setup.ipynb
+    python -m grader.authoring.text from-text /tmp/lab.txt solutions/00_lab_setup/00_lab_setup.ipynb
 
 Each cell starts with a header line ``#%% KIND GRADE_ID [points=N] [tags=a,b] [collapsed=yes]``
 (``collapsed=yes``: a heading cell JupyterLab opens collapsed, for optional deep dives) where KIND is

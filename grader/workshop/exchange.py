@@ -11,7 +11,7 @@ each refusal is appended to ``refused-submissions.jsonl`` in the course folder, 
 reports (:func:`read_refusals`).
 
 Used through nbgrader's configuration (``c.ExchangeFactory.collect``), so the formgrader's
-Collect button and ``grader.workshop_feedback collect`` both go through it. It imports only nbgrader
+Collect button and ``grader.workshop.feedback collect`` both go through it. It imports only nbgrader
 and the standard library: the instructor's server loads it from the state folder, not from this
 clone (closed to other users).
 """

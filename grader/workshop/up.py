@@ -19,8 +19,8 @@ Run as root on the machine the room connects to. From a roster file it:
   configuration of ``workshop/learner-jupyter-config`` plus nbgrader's course id and exchange);
 - copies the released notebooks (``notebooks/<lab>``) and their sources into the course folder
   and releases them to the exchange with ``nbgrader release_assignment`` (every finished lab by
-  default; a lab in progress, ``grader.lab_status``, is never offered);
-- writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop_hub` holds what it configures) and
+  default; a lab in progress, ``grader.authoring.lab_status``, is never offered);
+- writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop.hub` holds what it configures) and
   starts ``jupyterhub`` on 127.0.0.1 (``--ip``/``HUB_IP`` to listen elsewhere) with the
   configurable-http-proxy pinned in ``workshop/hub/package.json`` (``npm ci --prefix workshop/hub``).
 """
@@ -36,18 +36,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.workshop_accounts import (  # noqa: F401 - the tests and the hub use these names from here
+from grader.workshop.accounts import (  # noqa: F401 - the tests and the hub use these names from here
     TEST_PASSWORD_ENV, Roster, ensure_group, ensure_user, group_exists, read_roster, user_exists)
-from grader import workshop_confine as confine
-from grader.workshop_limits import GIB, LearnerGroup, Limits, describe
+from grader.workshop import confine
+from grader.workshop.limits import GIB, LearnerGroup, Limits, describe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HUB_NODE_DIR = ROOT / "workshop" / "hub"
 PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 
-# The state folder's layout and the clone's permissions are grader.workshop_state's job; the tests,
+# The state folder's layout and the clone's permissions are grader.workshop.state's job; the tests,
 # the hub config and workshop_feedback use the names from here.
-from grader.workshop_state import (  # noqa: E402,F401
+from grader.workshop.state import (  # noqa: E402,F401
     COURSE_ID, DEFAULT_STATE, INSTRUCTOR_CSP, INSTRUCTOR_GROUP, LEARNER_JUPYTER_CONFIG, LEARNER_VISIBLE, VENV_BIN,
     State, close_answer_key, free_port, lay_out, learner_python, record_created, require_clone_reachable,
     sysconfig_path)
@@ -75,7 +75,7 @@ def _check(result: dict, what: str) -> None:
 def release(state: State, labs: list[str], learners: list[str]) -> None:
     """Fill the course folder's gradebook (learners; each lab's cells, from ``nbgrader
     generate_assignment`` of the lab's source into a throw-away folder), put the course's learner
-    notebooks (``notebooks/<lab>``, what ``grader.release`` published) in its release folder and
+    notebooks (``notebooks/<lab>``, what ``grader.authoring.release`` published) in its release folder and
     release them to the exchange (``nbgrader release_assignment``)."""
     from nbgrader.api import Gradebook
 
@@ -110,7 +110,7 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
 def write_hub_config(state: State, roster: Roster, ip: str, port: int,
                      ssl_cert: str | None = None, ssl_key: str | None = None,
                      limits: Limits | None = None, confined: bool = False) -> Path:
-    """``confined``: each server in its own mount namespace (grader.workshop_confine), running the
+    """``confined``: each server in its own mount namespace (grader.workshop.confine), running the
     course venv's own interpreter; else the servers run :func:`learner_python`."""
     shown = confine_shown(state) if confined else {}
     settings = {
@@ -129,10 +129,10 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int,
     (state.hub / "workshop.json").write_text(json.dumps(settings, indent=2))
     config = state.hub / "jupyterhub_config.py"
     config.write_text(
-        "# Written by `make workshop` (grader/workshop.py); rewritten at every start.\n"
+        "# Written by `make workshop` (grader/workshop/up.py); rewritten at every start.\n"
         "import json, sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from grader.workshop_hub import configure\n"
+        "from grader.workshop.hub import configure\n"
         f"configure(get_config(), json.load(open({str(state.hub / 'workshop.json')!r})))  # noqa: F821\n")
     return config
 
@@ -205,7 +205,7 @@ def set_up(roster: Roster, state: State, *, ip: str, port: int, labs: list[str],
 def offered_labs(named: list[str]) -> list[str]:
     """The labs a room gets: those named (default: every finished lab); SystemExit for an unknown
     lab or one in progress, before anything is set up."""
-    from grader import lab_status
+    from grader.authoring import lab_status
     from grader.course import labs as course_labs
 
     unknown = sorted(set(named) - set(course_labs()))
@@ -219,7 +219,7 @@ def release_more(state: State, labs: list[str]) -> int:
     """``make workshop-release LABS=..``: release more labs while the room runs, into the course's
     gradebook too (a lab released by hand with ``nbgrader release_assignment`` is not there, and
     the formgrader then never shows it)."""
-    from grader import lab_status
+    from grader.authoring import lab_status
     from grader.course import labs as course_labs
 
     settings_path = state.hub / "workshop.json"

@@ -1,6 +1,6 @@
 """What one learner's lab costs the machine, measured the way the hub limits it: in a control group.
 
-``PYTHONPATH=. .venv/bin/python -m grader.workshop_sizing 07_train_tune_integration 09_capstone``
+``PYTHONPATH=. .venv/bin/python -m grader.workshop.sizing 07_train_tune_integration 09_capstone``
 (as root, on cgroup v1 with the memory, cpuacct and pids hierarchies, like the reference machine;
 run it through ``flock /tmp/team/heavy.lock``). Each lab's solution notebook runs headless
 (``grader.run_solutions.run_notebook``, learner mode) in a child process that first joins a fresh
@@ -37,7 +37,7 @@ import json, os, sys
 for path in sys.argv[2:]:
     with open(path, "w") as handle:
         handle.write(str(os.getpid()))
-from grader.run_solutions import run_notebook
+from grader.authoring.run_solutions import run_notebook
 from grader import course
 status, seconds, _ = run_notebook(course.solution_path(sys.argv[1]), grading=False)
 print("RESULT " + json.dumps({"status": status, "seconds": seconds}), flush=True)

@@ -1,4 +1,4 @@
-"""The workshop hub's state folder and this clone's permissions, for :mod:`grader.workshop`.
+"""The workshop hub's state folder and this clone's permissions, for :mod:`grader.workshop.up`.
 
 The state folder survives a restart of the hub: ``hub/`` (root only: the hub's database, cookie
 secret, config, passwords), ``course/`` (nbgrader's course folder, instructors' group),
@@ -19,15 +19,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.workshop_accounts import Roster
+from grader.workshop.accounts import Roster
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 COURSE_ID = "ray-train-tune"
 LEARNER_JUPYTER_CONFIG = ROOT / "workshop" / "learner-jupyter-config"
 DEFAULT_STATE = Path(os.environ.get("RAYLAB_WORKSHOP_STATE", "/srv/raylab-workshop"))
 INSTRUCTOR_GROUP = "raylab-instructors"
-EXCHANGE_MODULE = "raylab_workshop_exchange"  # grader/workshop_exchange.py, as the instructors' servers import it
+EXCHANGE_MODULE = "raylab_workshop_exchange"  # grader/workshop/exchange.py, as the instructors' servers import it
 INSTRUCTOR_CSP = "frame-ancestors 'self'"
 # What a learner may read in this clone (top-level names); everything else is closed to others.
 LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
@@ -187,7 +187,7 @@ def lay_out(state: State, roster: Roster) -> None:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     # Instructors: nbgrader's defaults (formgrader on) with this course folder, a collect that
     # refuses submissions written by another account, and no Autograde outside the sandbox
-    # (grader.workshop_exchange, copied where instructors may import it: this clone is closed).
+    # (grader.workshop.exchange, copied where instructors may import it: this clone is closed).
     course_config = (_nbgrader_exchange_config(state)
                      + f"c.CourseDirectory.root = {str(state.course)!r}\n"
                      + f"c.CourseDirectory.db_url = 'sqlite:///{state.course}/gradebook.db'\n"
@@ -200,7 +200,7 @@ def lay_out(state: State, roster: Roster) -> None:
     (state.instructor_config / "nbgrader_config.py").write_text(course_config)
     (state.course / "nbgrader_config.py").write_text(course_config)
     module = state.instructor_config / f"{EXCHANGE_MODULE}.py"
-    shutil.copy(ROOT / "grader" / "workshop_exchange.py", module)
+    shutil.copy(ROOT / "grader" / "workshop" / "exchange.py", module)
     os.chmod(module, 0o644)
     # The formgrader tab of JupyterLab frames the instructor's own formgrader page: JupyterHub's
     # single-user server forbids every frame ("frame-ancestors 'none'"); allow its own origin.

@@ -54,7 +54,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from grader.train_logs import controller_records
+from grader.bench.train_logs import controller_records
 
 CONFIGS = ("plain", "course", "preload")
 # What the "preload" configuration asks every new Ray worker process to import before it takes
@@ -192,7 +192,7 @@ def run_config(config: str, runs: int, workers: int) -> dict:
         if key.startswith("RAY_TRAIN_"):
             env.pop(key)
     try:
-        proc = subprocess.run([sys.executable, "-m", "grader.bench_startup", "--child", config,
+        proc = subprocess.run([sys.executable, "-m", "grader.bench.startup", "--child", config,
                                "--runs", str(runs), "--workers", str(workers)],
                               env=env, capture_output=True, text=True, timeout=600)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -1,6 +1,6 @@
 """`make learner-pack`: the archive a learner outside the workshop hub gets (issue 17).
 
-It holds the learner notebooks (``notebooks/``, what ``grader.release`` published), the ``raylab``
+It holds the learner notebooks (``notebooks/``, what ``grader.authoring.release`` published), the ``raylab``
 package (``src/raylab`` + ``pyproject.toml``), the environment files (``requirements.txt``,
 ``constraints.txt``, ``environment.yml``), the learner JupyterLab configuration
 (``workshop/learner-jupyter-config``) and, from ``workshop/learner-pack/``, a Makefile with the
@@ -22,7 +22,7 @@ import tarfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACK_TEMPLATE = ROOT / "workshop" / "learner-pack"
 NAME = "raylab-learner-pack"
 # Course paths copied as they are (folders: every file below them).

@@ -1,4 +1,4 @@
-"""What the workshop's ``jupyterhub_config.py`` configures (written by :mod:`grader.workshop`).
+"""What the workshop's ``jupyterhub_config.py`` configures (written by :mod:`grader.workshop.up`).
 
 - PAM login (JupyterHub's default authenticator) for the roster's accounts only; instructors are
   the hub's admins. State (sqlite database, cookie secret, proxy pid) lives in the state folder's
@@ -11,11 +11,11 @@
   ``get_default_system_temp_dir``; Ray's default ``/tmp/ray`` is one folder for the whole machine)
   and ``TMPDIR`` in the user's home (0700), and Ray's token authentication:
   ``RAYLAB_RAY_AUTH=token`` + ``RAY_AUTH_MODE=token`` + a token file only that user can read.
-- Every server runs in a mount namespace of its own (:mod:`grader.workshop_confine`): a learner's
+- Every server runs in a mount namespace of its own (:mod:`grader.workshop.confine`): a learner's
   sees only the system, their home, the course's Python and the exchange, with private ``/tmp``
   and a ``hidepid=2`` ``/proc``; everyone's runs the course venv's own interpreter.
 - Every learner's server runs in that learner's control group with CPU, memory and task limits,
-  and with RLIMIT_NPROC (:mod:`grader.workshop_limits`; :class:`WorkshopSpawner`). Instructors'
+  and with RLIMIT_NPROC (:mod:`grader.workshop.limits`; :class:`WorkshopSpawner`). Instructors'
   servers are not limited (they grade a class from there).
 """
 from __future__ import annotations
@@ -28,19 +28,19 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Dict, Set
 
-from grader import workshop_confine as confine
-from grader.workshop_limits import LearnerGroup, Limits, describe
+from grader.workshop import confine
+from grader.workshop.limits import LearnerGroup, Limits, describe
 
 
 class WorkshopSpawner(LocalProcessSpawner):
     """JupyterHub's local-process spawner, with each learner's server started inside the
     learner's control group and under RLIMIT_NPROC (joined in ``preexec_fn``, still as root)."""
 
-    learner_limits = Dict(config=True, help="grader.workshop_limits.Limits fields; empty: no limits")
+    learner_limits = Dict(config=True, help="grader.workshop.limits.Limits fields; empty: no limits")
     limited_users = Set(config=True, help="the users whose servers get the limits (the learners)")
 
     confine_shown = Dict(config=True, help="'learner'/'instructor' -> paths their servers see "
-                         "(grader.workshop_confine); empty: no mount namespace")
+                         "(grader.workshop.confine); empty: no mount namespace")
 
     def make_preexec_fn(self, name):
         drop_root = super().make_preexec_fn(name)

@@ -20,14 +20,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader import workshop
+from grader.workshop import up as workshop
 
 
 def collect(state: workshop.State, lab: str) -> list[str]:
     """nbgrader's collect through the course's configuration, whose collect refuses a submission
-    not written by the learner it names (grader.workshop_exchange); each refusal is printed here,
+    not written by the learner it names (grader.workshop.exchange); each refusal is printed here,
     kept in the course folder and reported again by ``make grade``."""
-    from grader.workshop_exchange import read_refusals
+    from grader.workshop.exchange import read_refusals
 
     result = workshop._nbgrader_api(state).collect(lab)
     workshop._check(result, f"collect {lab}")
@@ -74,9 +74,9 @@ def _share_with_instructors(state: workshop.State, folder: Path) -> None:
 
 def for_learner(page: str, graded_notebook: Path) -> str:
     """The feedback page as the learner gets it: without the grading sandbox's noise
-    (grader.workshop_noise), and each generic hint saying whether the failing check of its cell
-    was a visible or a hidden one (grader.workshop_hints)."""
-    from grader import workshop_hints, workshop_noise
+    (grader.workshop.noise), and each generic hint saying whether the failing check of its cell
+    was a visible or a hidden one (grader.workshop.hints)."""
+    from grader.workshop import hints as workshop_hints, noise as workshop_noise
 
     page, _ = workshop_noise.scrub(page)
     if graded_notebook.exists():

@@ -1,6 +1,6 @@
 """Per-learner limits of the workshop hub: one control group per learner, plus RLIMIT_NPROC.
 
-The hub (:class:`grader.workshop_hub.WorkshopSpawner`) creates the learner's group before it
+The hub (:class:`grader.workshop.hub.WorkshopSpawner`) creates the learner's group before it
 spawns their server, and the server's process joins it between fork and exec, while it is still
 root (``preexec_fn``), so the server, its kernels, their Ray clusters and anything they fork are
 inside; an unprivileged process cannot leave it. What each limit does:

@@ -3,7 +3,7 @@
 Writes ``solutions/<NAME>/<NAME>.ipynb`` (title, time line, setup, one exercise with its visible
 and hidden tests, teardown: the shape docs/authoring.md describes) and ``grader/mutants/<NAME>.yaml``
 with two mutants of that exercise, then prints what is left to do. The mutants file marks the lab
-in progress (``grader.lab_status``): until the author deletes that line, the last step, the fast
+in progress (``grader.authoring.lab_status``): until the author deletes that line, the last step, the fast
 tests check the lab as a draft and nothing offers it to learners. The skeleton already passes the
 fast tests and its own round trip (``make prove LAB=<NAME>``), so each step after this one can be
 proven as it is made.
@@ -14,7 +14,8 @@ import argparse
 import re
 import sys
 
-from grader import authoring, course, lab_status, mutants
+from grader import course, mutants
+from grader.authoring import lab_status, text as notebook_text
 
 SKELETON = '''#%% md {short}_intro
 # {number} · {title}
@@ -89,7 +90,7 @@ MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grade
 
 CHECKLIST = """Created {solution} and {mutants_file}, marked in progress ('{mark}').
 Next steps (docs/authoring.md, "Adding a lab", explains each):
-  1. Edit the text form: .venv/bin/python -m grader.authoring to-text {solution} > /tmp/{name}.txt
+  1. Edit the text form: .venv/bin/python -m grader.authoring.text to-text {solution} > /tmp/{name}.txt
      then ... from-text /tmp/{name}.txt {solution}
   2. Replace the example exercise with exercises that run the learner's Ray code on the lab's
      cluster; Validate (the visible tests) must check each exercise's behaviour on one input,
@@ -100,7 +101,7 @@ Next steps (docs/authoring.md, "Adding a lab", explains each):
   4. Tag cells that teach a claim (tags=claim:Cnn) and list the claim in grader/claims.yaml.
   5. Commit, then make prove LAB={name}: solution full marks, untouched 0, every mutant caught,
      visible catch rate >= 80 %; commit ledger/{name}.json and grader/visible_catch.json.
-  6. .venv/bin/python -m grader.bench {name} (<= 90 s on 2 cores): add its row to docs/workshop.md's
+  6. .venv/bin/python -m grader.bench.labs {name} (<= 90 s on 2 cores): add its row to docs/workshop.md's
      per-lab table, set the header's machine time and an honest learner time.
   7. Last, remove the in-progress mark: delete '{mark}' from {mutants_file},
      then make release (it leaves labs in progress out) and make test-fast, and commit.
@@ -118,7 +119,7 @@ def create(name: str) -> dict:
     mutants_file = mutants.MUTANTS_DIR / f"{name}.yaml"
     solution.parent.mkdir(parents=True)
     text = SKELETON.format(number=number, short=short, title=title, name=name)
-    authoring.write(authoring.from_text(text), solution)
+    notebook_text.write(notebook_text.from_text(text), solution)
     mutants_file.write_text(MUTANTS.format(number=number, short=short, mark=lab_status.MARK))
     return {"solution": solution.relative_to(course.ROOT), "mutants_file": mutants_file.relative_to(course.ROOT),
             "name": name, "mark": lab_status.MARK}

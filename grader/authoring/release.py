@@ -1,6 +1,6 @@
 """``make release``: regenerate ``notebooks/`` from ``solutions/`` with ``nbgrader generate_assignment``.
 
-Only finished labs are released: a lab in progress (``grader.lab_status``) is left out, and naming
+Only finished labs are released: a lab in progress (``grader.authoring.lab_status``) is left out, and naming
 one is refused, so a draft never reaches learners. The gradebook written on the way (it records
 every cell's source and checksum, which autograde uses to restore locked and hidden-test cells)
 goes to the grading work folder.
@@ -13,7 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import course, lab_status
+from grader import course
+from grader.authoring import lab_status
 
 
 def release(labs: list[str], release_dir: Path | None = None, grading_dir: Path | None = None) -> None:

@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import classgrade, course, mutants, run_solutions, synthetic
+from grader import classgrade, course, mutants, synthetic
+from grader.authoring import run_solutions
 
 
 def main(argv=None) -> int:

@@ -7,7 +7,7 @@ test cell's full traceback and its hidden block, so the failing line of the test
 IPython marks ``---->`` in the cell's own frame) tells which part failed. :func:`refine` rewrites
 each generic hint of a feedback page accordingly, in the order of the failed test cells; a cell
 whose failing line cannot be placed keeps the generic hint. Used when the workshop releases
-feedback (grader.workshop_feedback); nothing here runs learner code.
+feedback (grader.workshop.feedback); nothing here runs learner code.
 """
 from __future__ import annotations
 
