@@ -100,7 +100,7 @@ def folder_digest(folder: Path) -> str:
 
 # --- the recipe ---------------------------------------------------------------------------------
 
-def _imported_names(path: Path) -> set[str]:
+def imported_names(path: Path) -> set[str]:
     """Dotted names a module imports (``from grader import x`` gives ``grader.x`` and ``grader``)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
@@ -123,7 +123,7 @@ def recipe_modules(root: Path = ROOT, entries=RECIPE_ENTRIES) -> list[str]:
         if path in seen or not path.exists():
             continue
         seen.add(path)
-        for name in _imported_names(path):
+        for name in imported_names(path):
             parts = name.split(".")
             if parts[0] == "grader":
                 parts = parts[1:]

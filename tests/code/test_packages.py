@@ -4,12 +4,11 @@
 and publishing labs) are tools around the grading: the code that decides a grade imports none of
 them, and no other part of the grader leans on the room or the benchmarks except where named here.
 """
-import ast
 from pathlib import Path
 
 import pytest
 
-from grader.proof.keys import recipe_modules
+from grader.proof.keys import imported_names, recipe_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 # module -> the packages it may import although it lives outside them, and why
@@ -20,14 +19,7 @@ ALLOWED = {
 
 
 def _grader_imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {n for n in names if n.startswith("grader.")}
+    return {n for n in imported_names(path) if n.startswith("grader.")}
 
 
 def _outside(package: str) -> list[Path]:
