@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:  # `grader` is a folder of the repository, not an 
 # hubs), so two processes finish the suite sooner than one. Each worker:
 # - grades one submission at a time in a round trip (two workers already run two);
 # - leases sandbox uids from its own range, so a test that looks for leftover sandbox processes
-#   sees only its own worker's (grader/isolation.py reads RAYLAB_SANDBOX_UID_BASE on import).
+#   sees only its own worker's (grader/grading/isolation.py reads RAYLAB_SANDBOX_UID_BASE on import).
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if XDIST_WORKER:
     os.environ.setdefault("RAYLAB_ROUNDTRIP_WORKERS", "1")
@@ -55,7 +55,7 @@ def proof_plan() -> dict:
 def group_weights(plans: dict) -> dict:
     """GROUP_WEIGHTS with each round trip's added from the proof plan: what it will grade, as the
     ledger timed it (a lab the plan does not know weighs as much as grading all of it might)."""
-    from grader import course
+    from grader.grading import course
     from grader.proof.plan import MODULES
 
     weights = dict(GROUP_WEIGHTS)
@@ -202,7 +202,7 @@ def train_cluster():
 @contextlib.contextmanager
 def proven_environment():
     """The environment ``make prove`` grades in, for a round trip inside the test process: no
-    RAY_TRAIN_* variable. A learner's kernel inherits those (grader.isolation.PASSED_PREFIXES),
+    RAY_TRAIN_* variable. A learner's kernel inherits those (grader.grading.isolation.PASSED_PREFIXES),
     so they are part of every grading's key, and an earlier test's course cluster leaves three in
     this process (raylab.start_cluster sets them for its Ray processes); with them the keys would
     not be the ledger's and every grading would run again."""
@@ -227,12 +227,11 @@ def proof_audits() -> frozenset:
 
 @pytest.fixture(scope="session")
 def round_trips(tmp_path_factory, proof_audits):
-    """``round_trips(lab)``: the lab's round trip (grader.roundtrip.run) at full depth, every
+    """``round_trips(lab)``: the lab's round trip (grader.proof.roundtrip.run) at full depth, every
     mutant and right answer, run once per test session and shared by the tests that read it (the
     round-trip test, the class-grader comparison). A grading whose key the ledger holds is taken
     from it; the rest, and this run's audits, are graded now."""
-    from grader import roundtrip
-    from grader.proof import ledger
+    from grader.proof import ledger, roundtrip
 
     done = {}
 

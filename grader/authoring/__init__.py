@@ -7,5 +7,5 @@ archive a learner takes home (``make learner-pack``); ``run_solutions`` runs eve
 notebook headless (``make check``), which the benchmarks and the room's sizing reuse.
 
 May import: the standard library, nbformat and nbgrader, and from the grader the course list
-(``grader.course``) and the mutants files (``grader.mutants``).
+(``grader.grading.course``) and the mutants files (``grader.proof.mutants``).
 """

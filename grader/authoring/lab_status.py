@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import yaml
 
-from grader import course, mutants
+from grader.grading import course
+from grader.proof import mutants
 
 IN_PROGRESS = "in progress"
 MARK = f"{mutants.STATUS_KEY}: {IN_PROGRESS}"

@@ -14,8 +14,9 @@ import argparse
 import re
 import sys
 
-from grader import course, mutants
 from grader.authoring import lab_status, text as notebook_text
+from grader.grading import course
+from grader.proof import mutants
 
 SKELETON = '''#%% md {short}_intro
 # {number} · {title}
@@ -64,7 +65,7 @@ check_equal(double(-2.5), -5.0, "double(-2.5)")
 raylab.teardown()
 '''
 
-MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grader/mutants.py.
+MUTANTS = '''# Realistic wrong answers for lab {number}. Format and rules: grader/proof/mutants.py.
 # Delete the next line last, once the lab is proven and benched (docs/authoring.md, "Adding a lab"):
 # until then make release and the workshop leave the lab out, and the tests check it as a draft.
 {mark}

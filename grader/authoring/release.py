@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import course
 from grader.authoring import lab_status
+from grader.grading import course
 
 
 def release(labs: list[str], release_dir: Path | None = None, grading_dir: Path | None = None) -> None:

@@ -18,7 +18,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-from grader import course
+from grader.grading import course
 
 
 def run_notebook(path: Path, *, grading: bool, timeout: int = 600, workdir: Path | None = None,

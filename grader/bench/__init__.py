@@ -6,7 +6,7 @@ mode); ``cells`` says where a lab's seconds went, cell by cell; ``startup`` is `
 course); ``grading`` is ``make bench-grading`` (a class graded on synthetic submissions);
 ``train_logs`` reads Ray Train's controller logs.
 
-May import: the standard library, Ray, and from the grader the course list (``grader.course``), the
+May import: the standard library, Ray, and from the grader the course list (``grader.grading.course``), the
 notebook runner (``grader.authoring.run_solutions``) and, for ``grading``, the class grader and
 the mutants it grades. Nothing that decides a grade imports this package.
 """

@@ -16,8 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import classgrade, course, mutants, synthetic
 from grader.authoring import run_solutions
+from grader.classroom import grade
+from grader.grading import autograde, course
+from grader.proof import mutants, synthetic
 
 
 def main(argv=None) -> int:
@@ -43,13 +45,13 @@ def main(argv=None) -> int:
     synthetic.build(stock_dir / "submitted", args.lab, students)
     course.generate(args.lab, stock_dir, release_dir=stock_dir / "release")
     start = time.monotonic()
-    run = course.autograde(args.lab, stock_dir)
+    run = autograde.stock_autograde(args.lab, stock_dir)
     stock = time.monotonic() - start
     print(f"stock nbgrader autograde (sequential): {stock:.1f} s, rc={run.returncode}", flush=True)
 
     ours_dir = base / "ours"
     synthetic.build(ours_dir / "submitted", args.lab, students)
-    grader = classgrade.ClassGrader(ours_dir / "submitted", ours_dir / "out", workers=args.workers,
+    grader = grade.ClassGrader(ours_dir / "submitted", ours_dir / "out", workers=args.workers,
                                     address=None, timeout_s=900, labs=[args.lab])
     start = time.monotonic()
     grader.run()
@@ -88,7 +90,7 @@ def sandbox_cost(lab: str, n: int) -> int:
         for sandbox in (i % 2 == 0, i % 2 != 0):  # alternate which goes first
             where = base / f"{i}-{'box' if sandbox else 'plain'}"
             synthetic.build(where / "submitted", lab, {f"s{i:03d}": kinds[i % len(kinds)]})
-            grader = classgrade.ClassGrader(where / "submitted", where / "out", workers=1, address=None,
+            grader = grade.ClassGrader(where / "submitted", where / "out", workers=1, address=None,
                                             timeout_s=900, labs=[lab])
             grader.sandbox = sandbox
             grader.run()

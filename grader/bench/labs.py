@@ -49,11 +49,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader import course
+from grader.authoring.run_solutions import run_notebook
 from grader.bench.cells import KINDS, cell_intervals, merged_length, startup_intervals, time_by_kind
 from grader.bench.startup import floor_seconds, run_processes
-from grader.authoring.run_solutions import run_notebook
 from grader.bench.train_logs import train_runs
+from grader.grading import course
 from raylab.cluster import env_vars
 
 SCRATCH = course.ROOT / ".scratch"

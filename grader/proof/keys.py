@@ -43,12 +43,12 @@ from grader.proof.machine import machine_class
 SCHEMA = 1
 
 ROOT = Path(__file__).resolve().parents[2]
-# The entry points of a grading: the function that grades (grader.autograde), the templates it is
-# graded against (grader.grading_templates) and the nbgrader configuration nbgrader loads itself.
-RECIPE_ENTRIES = ("grader/autograde.py", "grader/grading_templates.py", "grader/nbgrader_config.py")
+# The entry points of a grading: the function that grades (grader.grading.autograde), the templates it is
+# graded against (grader.grading.templates) and the nbgrader configuration nbgrader loads itself.
+RECIPE_ENTRIES = ("grader/grading/autograde.py", "grader/grading/templates.py", "grader/grading/nbgrader_config.py")
 # Files a grading reads that are not Python modules: nbgrader's root configuration (it loads the
 # one above) and the sandbox's entry script.
-RECIPE_FILES = ("nbgrader_config.py", "grader/sandbox")
+RECIPE_FILES = ("nbgrader_config.py", "grader/grading/sandbox")
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 
 
@@ -114,9 +114,9 @@ def imported_names(path: Path) -> set[str]:
 
 def recipe_modules(root: Path = ROOT, entries=RECIPE_ENTRIES) -> list[str]:
     """The grader modules a grading runs: the entry points and every module of ``grader/`` they
-    import, transitively. ``grader/nbgrader_config.py`` puts its own folder on ``sys.path``, so a
-    bare ``nbgrader_ext`` is ``grader/nbgrader_ext.py``."""
-    grader = root / "grader"
+    import, transitively, with the packages' ``__init__`` files that importing them runs.
+    ``grader/grading/nbgrader_config.py`` puts its own folder on ``sys.path``, so a bare
+    ``nbgrader_ext`` is the module beside the file that imports it."""
     todo, seen = [root / e for e in entries], set()
     while todo:
         path = todo.pop()
@@ -125,13 +125,10 @@ def recipe_modules(root: Path = ROOT, entries=RECIPE_ENTRIES) -> list[str]:
         seen.add(path)
         for name in imported_names(path):
             parts = name.split(".")
-            if parts[0] == "grader":
-                parts = parts[1:]
-            if not parts:
-                continue
-            candidate = grader.joinpath(*parts).with_suffix(".py")
-            if candidate.exists():
-                todo.append(candidate)
+            base = root if parts[0] == "grader" else path.parent
+            for depth in range(1, len(parts) + 1):
+                module = base.joinpath(*parts[:depth])
+                todo += [module.with_suffix(".py"), module / "__init__.py"]
     return sorted(str(p.relative_to(root)) for p in seen)
 
 
@@ -149,7 +146,7 @@ def recipe_settings(options) -> dict:
     """The settings a grading runs under, as the code defines them now: the grading options, the
     sandbox's allow-lists and limits, the kernel's environment (the course root written as
     ``<root>``: a clone elsewhere grades the same way), the sandbox and network isolation."""
-    from grader import course, isolation
+    from grader.grading import course, isolation
 
     def text(value):
         return str(value).replace(str(course.ROOT), "<root>")

@@ -5,7 +5,7 @@
 cells left out), the parts its key was made of, and the raw result: per cell the score, the
 maximum and the first error (name, value, line, whether Validate runs that line); processes left
 behind; flags; seconds. No judgement is stored: the round trip's rules judge stored and fresh
-results alike every time (``grader/roundtrip_rules.py``).
+results alike every time (``grader/proof/roundtrip_rules.py``).
 
 Only ``make prove`` writes it (:func:`write`), after grading every submission of a lab with no
 cache, from a tree whose proof inputs are all committed. Nobody edits it by hand: CI recomputes
@@ -94,7 +94,7 @@ def _order(student: str):
 
 def raw_result(res: dict, errors: dict) -> dict:
     """What a grading's result holds that a judgement may read: ``res`` is
-    ``grader.autograde.autograde_submission``'s result, ``errors`` grade_id -> [name, value,
+    ``grader.grading.autograde.autograde_submission``'s result, ``errors`` grade_id -> [name, value,
     line, visible] of the first error of each cell that raised."""
     raw = {"status": res["status"], "scores": {g: [s[0], s[1]] for g, s in sorted(res["scores"].items())},
            "errors": {g: list(e) for g, e in sorted(errors.items())},
@@ -134,7 +134,7 @@ def uncommitted_inputs(lab: str) -> list[str]:
     from grader.proof.keys import recipe_files
 
     paths = [f"solutions/{lab}", f"grader/mutants/{lab}.yaml", "src/raylab", "requirements.txt",
-             "constraints.txt", "pyproject.toml", "grader/roundtrip.py", "grader/mutants.py", *recipe_files()]
+             "constraints.txt", "pyproject.toml", "grader/proof/roundtrip.py", "grader/proof/mutants.py", *recipe_files()]
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all", "--", *paths],
                              capture_output=True, text=True, check=True, timeout=60).stdout

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import course
+from grader.grading import course
 from grader.proof import audit, keys, ledger, suites
 
 # A grading the ledger has never timed (a new lab or round): about what a Train lab's takes.
@@ -45,7 +45,7 @@ class LabPlan:
 
 
 def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | None = None) -> LabPlan:
-    from grader import roundtrip
+    from grader.proof import roundtrip
 
     plan = LabPlan(lab)
     stored = ledger.read(lab, ledger_dir)
@@ -84,7 +84,7 @@ def make_plan(labs=None, run: int | None = None, rng: random.Random | None = Non
               ledger_dir: Path | None = None, modules: bool = True) -> dict[str, LabPlan]:
     """lab -> its plan (and :data:`MODULES` -> the heavy test modules' plan), the audits of this
     run chosen among every stored key that still holds."""
-    from grader import roundtrip
+    from grader.proof import roundtrip
 
     builder = keys.KeyBuilder(roundtrip.OPTIONS)
     with tempfile.TemporaryDirectory(prefix="proof-plan-") as work:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader import course, roundtrip, roundtrip_rules
-from grader.proof import ledger
+from grader.grading import course
+from grader.proof import ledger, roundtrip, roundtrip_report, roundtrip_rules
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,7 +77,7 @@ def prove_lab(lab: str, args, *, workers, only, record: bool) -> bool:
     """Grade, judge and (``record``) record one lab's round trip; True when it proved right."""
     rt = roundtrip.run(lab, workers=workers, mutants_per_exercise=args.mutants, address=args.address,
                        only=only, stored=ledger.read(lab) if args.misses else None)
-    print(roundtrip.report(rt), flush=True)
+    print(roundtrip_report.report(rt), flush=True)
     # a recorded proof replaces the record, so it is judged against its own counts (an
     # exercise Validate shows no mutant of still fails); the record's diff shows any drop
     visible = roundtrip.validate_problems(rt, recorded=rt.visible if record else None)

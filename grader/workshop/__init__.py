@@ -8,8 +8,8 @@ own view of the machine); ``exchange`` is nbgrader's collect with an owner check
 ``sizing`` measures what one learner costs the machine.
 
 May import: the standard library, nbgrader and JupyterHub, and from the grader the course list
-(``grader.course``, ``grader.authoring.lab_status``), the sandbox's settings it must agree with
-(``grader.cgroups``, ``grader.isolation``) and the notebook runner
+(``grader.grading.course``, ``grader.authoring.lab_status``), the sandbox's settings it must agree with
+(``grader.grading.cgroups``, ``grader.grading.isolation``) and the notebook runner
 (``grader.authoring.run_solutions``). Nothing that decides a grade imports this package: the room
 hands submissions to ``make grade`` and publishes what it wrote.
 """

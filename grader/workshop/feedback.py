@@ -20,10 +20,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.workshop import up as workshop
+from grader.workshop import state as workshop_state, up as workshop
 
 
-def collect(state: workshop.State, lab: str) -> list[str]:
+def collect(state: workshop_state.State, lab: str) -> list[str]:
     """nbgrader's collect through the course's configuration, whose collect refuses a submission
     not written by the learner it names (grader.workshop.exchange); each refusal is printed here,
     kept in the course folder and reported again by ``make grade``."""
@@ -38,7 +38,7 @@ def collect(state: workshop.State, lab: str) -> list[str]:
     return sorted(p.name for p in submitted.iterdir() if (p / lab).is_dir()) if submitted.is_dir() else []
 
 
-def release(state: workshop.State, lab: str, graded: Path) -> list[str]:
+def release(state: workshop_state.State, lab: str, graded: Path) -> list[str]:
     """Release the class grader's feedback of ``lab``; return the learners it was released to."""
     released = []
     submitted = state.course / "submitted"
@@ -60,7 +60,7 @@ def release(state: workshop.State, lab: str, graded: Path) -> list[str]:
     return released
 
 
-def _share_with_instructors(state: workshop.State, folder: Path) -> None:
+def _share_with_instructors(state: workshop_state.State, folder: Path) -> None:
     """Written as root: give it the course folder's group and group permissions, as the rest of
     the course folder has (the formgrader runs as an instructor)."""
     import os
@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=["collect", "release"])
     parser.add_argument("lab")
-    parser.add_argument("--state", default=str(workshop.DEFAULT_STATE))
+    parser.add_argument("--state", default=str(workshop_state.DEFAULT_STATE))
     parser.add_argument("--graded", type=Path, default=workshop.ROOT / ".grading" / "class",
                         help="the class grader's output folder (make grade's --out)")
     args = parser.parse_args(argv)
-    state = workshop.State(Path(args.state).resolve())
+    state = workshop_state.State(Path(args.state).resolve())
     if args.action == "collect":
         names = collect(state, args.lab)
         print(f"[workshop] {args.lab}: {len(names)} submission(s) in {state.course / 'submitted'}")

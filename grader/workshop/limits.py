@@ -33,7 +33,7 @@ import resource
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.cgroups import CGROUP_ROOT, own_paths  # the grading sandbox reads the same hierarchy
+from grader.grading.cgroups import CGROUP_ROOT, own_paths  # the grading sandbox reads the same hierarchy
 
 GIB = 1024 ** 3
 CFS_PERIOD_US = 100_000

@@ -1,7 +1,7 @@
 """Grading noise out of a feedback page before a learner reads it.
 
 The class grader runs each submission in a sandbox with a loopback-only network and its own home
-(``grader.isolation.HOME``), so its feedback pages carry lines a learner never saw in their own
+(``grader.grading.isolation.HOME``), so its feedback pages carry lines a learner never saw in their own
 run and reads as failures: Ray's probe for the machine's address ("Failed to determine local IP
 via external connectivity ... falling back to hostname resolution", a C++ warning logged once per
 cluster start), the sandbox's scratch paths ("scratch at /home/learner/scratch/..."), and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from grader.isolation import HOME
+from grader.grading.isolation import HOME
 
 SCRATCH = f"{HOME}/scratch"
 _LINES = [

@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from grader import course
+from grader.grading import course
 
 CG = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "cpuacct", "pids")
@@ -38,7 +38,7 @@ for path in sys.argv[2:]:
     with open(path, "w") as handle:
         handle.write(str(os.getpid()))
 from grader.authoring.run_solutions import run_notebook
-from grader import course
+from grader.grading import course
 status, seconds, _ = run_notebook(course.solution_path(sys.argv[1]), grading=False)
 print("RESULT " + json.dumps({"status": status, "seconds": seconds}), flush=True)
 """

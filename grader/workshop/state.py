@@ -161,7 +161,7 @@ def record_created(state: State, *, users: list[str], group: str | None, closed:
 
 def _nbgrader_exchange_config(state: State) -> str:
     # Validate runs the notebook: Ray start-up and a Train fit take tens of seconds on 2 cores,
-    # past nbgrader's default of 30 s a cell (the course's own timeouts, grader/nbgrader_config.py).
+    # past nbgrader's default of 30 s a cell (the course's own timeouts, grader/grading/nbgrader_config.py).
     return (f"c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             f"c.Exchange.root = {str(state.exchange)!r}\n"

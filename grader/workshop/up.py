@@ -36,21 +36,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.workshop.accounts import (  # noqa: F401 - the tests and the hub use these names from here
-    TEST_PASSWORD_ENV, Roster, ensure_group, ensure_user, group_exists, read_roster, user_exists)
 from grader.workshop import confine
+from grader.workshop.accounts import Roster, ensure_group, ensure_user, group_exists, read_roster
 from grader.workshop.limits import GIB, LearnerGroup, Limits, describe
+from grader.workshop.state import (
+    COURSE_ID, DEFAULT_STATE, INSTRUCTOR_GROUP, VENV_BIN, State, close_answer_key, free_port, lay_out,
+    learner_python, record_created, require_clone_reachable)
 
 ROOT = Path(__file__).resolve().parents[2]
 HUB_NODE_DIR = ROOT / "workshop" / "hub"
 PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
-
-# The state folder's layout and the clone's permissions are grader.workshop.state's job; the tests,
-# the hub config and workshop_feedback use the names from here.
-from grader.workshop.state import (  # noqa: E402,F401
-    COURSE_ID, DEFAULT_STATE, INSTRUCTOR_CSP, INSTRUCTOR_GROUP, LEARNER_JUPYTER_CONFIG, LEARNER_VISIBLE, VENV_BIN,
-    State, close_answer_key, free_port, lay_out, learner_python, record_created, require_clone_reachable,
-    sysconfig_path)
 
 
 def _nbgrader_api(state: State, **coursedir):
@@ -206,7 +201,7 @@ def offered_labs(named: list[str]) -> list[str]:
     """The labs a room gets: those named (default: every finished lab); SystemExit for an unknown
     lab or one in progress, before anything is set up."""
     from grader.authoring import lab_status
-    from grader.course import labs as course_labs
+    from grader.grading.course import labs as course_labs
 
     unknown = sorted(set(named) - set(course_labs()))
     if unknown:
@@ -220,7 +215,7 @@ def release_more(state: State, labs: list[str]) -> int:
     gradebook too (a lab released by hand with ``nbgrader release_assignment`` is not there, and
     the formgrader then never shows it)."""
     from grader.authoring import lab_status
-    from grader.course import labs as course_labs
+    from grader.grading.course import labs as course_labs
 
     settings_path = state.hub / "workshop.json"
     if not settings_path.exists():

@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from grader import course
 from grader.authoring import lab_status
+from grader.grading import course
 
 CLAIMS = yaml.safe_load((course.ROOT / "grader" / "claims.yaml").read_text())
 

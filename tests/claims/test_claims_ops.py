@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from grader import mutants
+from grader.proof import mutants
 from raylab import kuberay
 
 LAB = "08_operating_on_kuberay"

@@ -108,7 +108,8 @@ def test_lab00_inspect_task_limits_grading_holds_with_omp_num_threads_exported()
 import json
 import nbformat
 import raylab
-from grader import course, mutants
+from grader.grading import course
+from grader.proof import mutants
 from raylab.checks import CheckFailed
 
 lab = "00_lab_setup"

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-from grader import course
+from grader.grading import course
 
 _cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

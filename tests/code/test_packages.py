@@ -1,9 +1,10 @@
-"""The grader's role packages keep to the imports their docstrings allow.
+"""The grader's role packages keep to the imports their docstrings allow, and stay small.
 
-``grader.workshop`` (the room), ``grader.bench`` (measurements) and ``grader.authoring`` (writing
-and publishing labs) are tools around the grading: the code that decides a grade imports none of
-them, and no other part of the grader leans on the room or the benchmarks except where named here.
+``grader.grading`` (the code that can change a grade) imports no other part of the grader;
+``grader.proof`` and ``grader.classroom`` lean on it; the tools around them (``workshop``, ``bench``,
+``authoring``) are imported by nothing that decides a grade.
 """
+import ast
 from pathlib import Path
 
 import pytest
@@ -11,34 +12,124 @@ import pytest
 from grader.proof.keys import imported_names, recipe_modules
 
 ROOT = Path(__file__).resolve().parents[2]
-# module -> the packages it may import although it lives outside them, and why
-ALLOWED = {
-    # make grade reads the refusals the room's collect wrote beside the submissions
-    "grader/class_course.py": {"grader.workshop"},
+PACKAGES = ("grading", "proof", "classroom", "workshop", "bench", "authoring")
+# package -> the other grader packages its modules may import (each package's docstring says why)
+MAY_IMPORT = {
+    "grading": set(),
+    "proof": {"grading"},
+    "classroom": {"grading"},
+    "workshop": {"grading", "authoring"},
+    "bench": {"grading", "proof", "classroom", "authoring"},
+    "authoring": {"grading", "proof"},
 }
+# module -> a package it may import beyond its own package's row, and why
+EXCEPTIONS = {
+    # make grade reads the refusals the room's collect wrote beside the submissions
+    "grader/classroom/course_folder.py": {"workshop"},
+}
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 
 
-def _grader_imports(path: Path) -> set[str]:
-    return {n for n in imported_names(path) if n.startswith("grader.")}
+def _modules() -> list[Path]:
+    return sorted(p for p in (ROOT / "grader").rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _outside(package: str) -> list[Path]:
-    folder = ROOT / package.replace(".", "/")
-    return [p for p in sorted((ROOT / "grader").rglob("*.py")) if folder not in p.parents]
+def _package(path: Path) -> str:
+    return path.relative_to(ROOT / "grader").parts[0]
 
 
-@pytest.mark.parametrize("package", ["grader.workshop", "grader.bench"])
-def test_only_named_modules_import_a_role_package(package):
+def _imported_packages(path: Path) -> set[str]:
+    return {name.split(".")[1] for name in imported_names(path)
+            if name.startswith("grader.") and name.split(".")[1] in PACKAGES}
+
+
+def test_every_grader_module_lives_in_a_role_package():
+    loose = [p.name for p in (ROOT / "grader").glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+    assert sorted(p.name for p in (ROOT / "grader").iterdir() if (p / "__init__.py").exists()) == sorted(PACKAGES)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_imports_only_what_its_row_allows(package):
     leaning = []
-    for path in _outside(package):
+    for path in _modules():
+        if path.parent == ROOT / "grader" or _package(path) != package:
+            continue
         rel = str(path.relative_to(ROOT))
-        hits = {n for n in _grader_imports(path) if n == package or n.startswith(package + ".")}
-        if hits and package not in ALLOWED.get(rel, set()):
-            leaning.append(f"{rel}: {sorted(hits)}")
+        extra = _imported_packages(path) - {package} - MAY_IMPORT[package] - EXCEPTIONS.get(rel, set())
+        if extra:
+            leaning.append(f"{rel}: {sorted(extra)}")
     assert leaning == []
 
 
-def test_the_grading_recipe_holds_no_tool_package():
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_says_what_it_may_import(package):
+    doc = ast.get_docstring(ast.parse((ROOT / "grader" / package / "__init__.py").read_text())) or ""
+    assert "May import" in doc
+
+
+def test_the_grading_recipe_is_the_grading_package():
     recipe = recipe_modules()
-    assert recipe and "grader/autograde.py" in recipe
-    assert [m for m in recipe if m.startswith(("grader/workshop/", "grader/bench/", "grader/authoring/"))] == []
+    assert "grader/grading/autograde.py" in recipe and "grader/grading/nbgrader_ext.py" in recipe
+    assert [m for m in recipe if not m.startswith("grader/grading/") and m != "grader/__init__.py"] == []
+
+
+def _launches_nbgrader_autograde(tree) -> bool:
+    """A list of arguments that holds "autograde", or a call whose first argument is "autograde"
+    (``nbgrader("autograde", ...)``): nbgrader's subcommand."""
+    for node in ast.walk(tree):
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else \
+            node.args[:1] if isinstance(node, ast.Call) else []
+        if any(isinstance(i, ast.Constant) and i.value == "autograde" for i in items):
+            return True
+    return False
+
+
+def test_one_module_launches_nbgrader_autograde():
+    launchers = [str(p.relative_to(ROOT)) for folder in ("grader", "src", "tests")
+                 for p in sorted((ROOT / folder).rglob("*.py"))
+                 if _launches_nbgrader_autograde(ast.parse(p.read_text()))]
+    assert launchers == ["grader/grading/autograde.py"]
+
+
+def test_the_launcher_detector_sees_the_usual_spellings():
+    for source in ('cmd = ["nbgrader", "autograde", lab]', 'course.nbgrader("autograde", lab)',
+                   'args = ("autograde", lab, "--force")'):
+        assert _launches_nbgrader_autograde(ast.parse(source)), source
+    for source in ('env = {"NBGRADER_EXECUTION": "autograde"}', 'setenv("NBGRADER_EXECUTION", "autograde")'):
+        assert not _launches_nbgrader_autograde(ast.parse(source)), source
+
+
+def test_no_import_cycle_among_grader_modules():
+    names = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in _modules()}
+    edges = {name: {n for n in imported_names(path) if n in names and n != name} for name, path in names.items()}
+    state, cycles = {}, []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == "open":
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for name in sorted(names):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_modules_and_functions_stay_readable():
+    too_long = []
+    for path in _modules():
+        text = path.read_text()
+        rel = path.relative_to(ROOT)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            too_long.append(f"{rel}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
+    assert too_long == []

@@ -9,15 +9,16 @@ For each lab, one `nbgrader autograde` run (in a loopback-only network namespace
 and afterwards no Ray process started by that run is left; and Validate (the visible tests)
 shows at least one mutant of every exercise, and as many as grader/visible_catch.json records.
 Submissions are graded two at a time, each by its own `nbgrader autograde`; heavy demo cells that
-no test reads are left out of every submission but the solution (grader/trim.py), and every
+no test reads are left out of every submission but the solution (grader/grading/trim.py), and every
 exercise must keep full marks graded that way, as a right answer or in the solution's form.
 A grading whose key (grader/proof/keys.py: a digest of everything that can change it) the ledger
 holds is judged from its stored result; the rest, and the run's audits, are graded now.
-Details: grader/roundtrip.py, grader/proof/.
+Details: grader/proof/roundtrip.py, grader/proof/.
 """
 import pytest
 
-from grader import course, roundtrip
+from grader.grading import course
+from grader.proof import roundtrip, roundtrip_report
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("lab", [lab for lab in course.labs() if lab != "10_quiz"])
 def test_autograder_is_right_in_both_directions(lab, round_trips):
     rt = round_trips(lab)
-    print(roundtrip.report(rt))
-    assert not rt.problems, roundtrip.report(rt)
+    print(roundtrip_report.report(rt))
+    assert not rt.problems, roundtrip_report.report(rt)
     assert set(rt.graded) >= {"solution", "untouched"}
     solution = rt.graded["solution"].scores
     assert sum(s for s, _ in solution.values()) == sum(m for _, m in solution.values()) > 0

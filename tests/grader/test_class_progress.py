@@ -2,14 +2,14 @@
 import re
 from pathlib import Path
 
-from grader import classgrade
+from grader.classroom import grade, units
 
 
 def test_one_line_per_submission_with_score_or_reason_and_time_left(capsys):
-    progress = classgrade.Progress(2)
-    progress.step(classgrade.Unit("ada", "00_lab_setup", Path("x")),
+    progress = grade.Progress(2)
+    progress.step(units.Unit("ada", "00_lab_setup", Path("x")),
                   {"status": "graded", "scores": {"a": [2.0, 2.0, False], "b": [1.0, 4.0, False]}, "seconds": 12})
-    progress.step(classgrade.Unit("bob", "00_lab_setup", Path("y")),
+    progress.step(units.Unit("bob", "00_lab_setup", Path("y")),
                   {"status": "failed", "reason": "the kernel died", "scores": {}, "seconds": 3})
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2

@@ -1,4 +1,4 @@
-"""Grading a whole class (grader/classgrade.py) on real submissions of lab 00.
+"""Grading a whole class (grader/classroom/grade.py) on real submissions of lab 00.
 
 One class of well-behaved and adversarial submissions is graded once (in parallel, sandboxed, in
 a subprocess that is interrupted with SIGINT part-way and then resumed); the tests then check each
@@ -17,7 +17,9 @@ import time
 import nbformat
 import pytest
 
-from grader import classgrade, course, feedback_guard, isolation, synthetic
+from grader.classroom import grade
+from grader.grading import course, feedback_guard, isolation
+from grader.proof import synthetic
 
 pytestmark = pytest.mark.slow
 LAB = "00_lab_setup"
@@ -33,7 +35,7 @@ CLASS = {
 # 60 s per cell: lab 00's slowest cell (the cluster start) takes ~20 s graded on a busy 2-core machine,
 # and the infinite-loop submission costs one cell time-out of grading time.
 def _cmd(subs, out):
-    return [sys.executable, "-m", "grader.classgrade", str(subs), "--out", str(out), "--workers", "2",
+    return [sys.executable, "-m", "grader.classroom.grade", str(subs), "--out", str(out), "--workers", "2",
             "--cell-timeout", "60", "--timeout", "600", "--labs", LAB]
 
 
@@ -110,7 +112,7 @@ def test_each_submission_is_graded_or_flagged_with_a_reason(graded_class):
 
 
 def test_no_process_of_any_submission_is_left(graded_class):
-    """Sandboxed, a submission's processes run as a leased uid (grader/isolation.py UID_BASE...)
+    """Sandboxed, a submission's processes run as a leased uid (grader/grading/isolation.py UID_BASE...)
     and die with its PID namespace; unsandboxed, they carry the grader's run id. (Other gradings
     on this machine lease uids too: only processes started while this class was graded count.)"""
     import psutil
@@ -186,7 +188,7 @@ def test_distributed_grading_on_a_multi_node_ray_cluster(tmp_path):
     try:  # a head that fails to start (a loaded machine) must not leak its processes
         cluster.add_node(num_cpus=2, include_dashboard=False)
         cluster.add_node(num_cpus=2)
-        grader = classgrade.ClassGrader(subs, out, workers=2, address=cluster.address, timeout_s=400,
+        grader = grade.ClassGrader(subs, out, workers=2, address=cluster.address, timeout_s=400,
                                         labs=[LAB], cell_timeout_s=90)
         start = time.monotonic()
         rows = grader.run()
@@ -199,12 +201,12 @@ def test_distributed_grading_on_a_multi_node_ray_cluster(tmp_path):
 
 
 def test_round_trip_and_class_grader_give_identical_scores(graded_class, round_trips):
-    """One autograde path (grader/autograde.py): the round trip's grades of the solution and the
+    """One autograde path (grader/grading/autograde.py): the round trip's grades of the solution and the
     first mutant round equal the class grader's grades of the same submissions (ada and cy)."""
-    from grader import roundtrip
+    from grader.proof import roundtrip_report
 
     rt = round_trips(LAB)
-    assert not rt.problems, roundtrip.report(rt)
+    assert not rt.problems, roundtrip_report.report(rt)
     state = graded_class["state"]
     for student, kind in (("ada", "solution"), ("cy", "mutants0")):
         class_scores = {g: (s[0], s[1]) for g, s in state[f"{student}/{LAB}"]["scores"].items()}

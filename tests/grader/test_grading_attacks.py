@@ -1,6 +1,6 @@
 """Attacks by one submission on the grader and on the submissions graded beside it.
 
-Each class below is graded by the real class grader (``grader/classgrade.py``: the course's one
+Each class below is graded by the real class grader (``grader/classroom/grade.py``: the course's one
 autograde path, 2 workers as by default, the attacker first so it runs beside a victim) on a tiny
 course of its own (one answer, one test cell with a hidden test, a course cell that keeps each
 kernel alive for a few seconds), so the attacks are cheap to run and the victims' grades are known.
@@ -23,8 +23,9 @@ import nbformat
 import psutil
 import pytest
 
-from grader import classgrade, course, feedback_guard, isolation
 from grader.authoring import text as authoring
+from grader.classroom import grade
+from grader.grading import course, feedback_guard, isolation
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not isolation.available()[0], reason="the sandbox needs root and util-linux")]
@@ -33,7 +34,7 @@ LAB = "probe"
 TOKEN = uuid.uuid4().hex[:10]
 SECRET = f"lms-{uuid.uuid4().hex}"
 HIDDEN = "assert math.isclose(double(1000003), 2000006), 'hidden: a large input'"
-WORKERS = classgrade.DEFAULT_WORKERS
+WORKERS = grade.DEFAULT_WORKERS
 
 
 def _course(root: Path) -> None:
@@ -152,7 +153,7 @@ def _grade(root: Path, base: Path, subs: dict, *, sandbox: bool | None = None, a
         dest = folder / student / LAB / f"{LAB}.ipynb"
         dest.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, dest)
-    grader = classgrade.ClassGrader(folder, base / "out", workers=workers, address=address, timeout_s=300,
+    grader = grade.ClassGrader(folder, base / "out", workers=workers, address=address, timeout_s=300,
                                     labs=[LAB], cell_timeout_s=60, course_root=root, limits=limits)
     if sandbox is not None:
         grader.sandbox = sandbox

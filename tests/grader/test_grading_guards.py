@@ -6,8 +6,8 @@ import sys
 
 import nbformat
 
-from grader import feedback_guard, nbgrader_ext, submission_check, tamper_scan
 from grader.authoring import text as authoring
+from grader.grading import feedback_guard, nbgrader_ext, submission_check, tamper_scan
 
 
 def _nb(answer: str, *extra):
@@ -117,8 +117,8 @@ def test_every_lab_has_hidden_lines_to_look_for():
 def test_text_the_learner_copies_already_show_is_never_redacted():
     # a hidden test may repeat a common line (`import torch as _torch`): no leak, no review flag
     # (every learner copy: a lab in progress has none yet)
-    from grader import course
     from grader.authoring import lab_status
+    from grader.grading import course
     for lab in lab_status.finished_labs():
         released = nbformat.read(course.release_path(lab), as_version=4)
         text = "\n".join(c.source for c in released.cells)

@@ -6,8 +6,9 @@ import re
 import nbformat
 import pytest
 
-from grader import course, mutants
 from grader.authoring import lab_status, new_lab
+from grader.grading import course
+from grader.proof import mutants
 
 REPOSITORY = course.ROOT  # nbgrader runs here, with the course's configuration
 
@@ -83,7 +84,7 @@ def test_the_skeleton_is_a_well_formed_draft(scratch_course, tmp_path, monkeypat
     """What the fast tests check of a draft holds for the skeleton: nbgrader generates a learner copy
     with the course's header and no solutions or hidden tests, every requirement is traced both
     ways, every mutant has a course-format name and still compiles."""
-    from grader import requirements
+    from grader.proof import requirements
 
     new_lab.create("11_ray_data")
     monkeypatch.setattr(course, "ROOT", REPOSITORY)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import course
+from grader.grading import course
 
 VENV = Path(sys.executable).parent.parent
 STAMP = VENV / ".installed"

@@ -3,8 +3,7 @@ here with two nodes), each grading in its own sandbox on its node, and give what
 holds for them."""
 import pytest
 
-from grader import roundtrip
-from grader.proof import keys, ledger, plan
+from grader.proof import keys, ledger, plan, roundtrip, roundtrip_report
 
 pytestmark = pytest.mark.slow
 LAB = "00_lab_setup"
@@ -28,7 +27,7 @@ def test_gradings_on_a_ray_cluster_match_the_ledger(tmp_path, proven_env):
             ray.shutdown()
     finally:
         cluster.shutdown()
-    assert len(rt.audited) == len(audited) == 2, roundtrip.report(rt)
-    assert not rt.problems, roundtrip.report(rt)
+    assert len(rt.audited) == len(audited) == 2, roundtrip_report.report(rt)
+    assert not rt.problems, roundtrip_report.report(rt)
     # graded on nodes of this machine's class and environment: recorded under the same keys
     assert set(rt.records) == set(current.gradings.values())

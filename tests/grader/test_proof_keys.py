@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde
+from grader.grading import autograde
 from grader.proof import keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,9 +120,9 @@ def test_a_submission_s_code_and_its_cells_left_out_change_that_grading_only(tre
     assert _changed(before, _keys(tree, changed)) == {(LABS[1], "trimmed")}
 
 
-@pytest.mark.parametrize("path", ["grader/autograde.py", "grader/trim.py", "grader/nbgrader_ext.py",
-                                  "grader/isolation.py", "grader/nbgrader_config.py", "nbgrader_config.py",
-                                  "grader/sandbox/enter.sh", "src/raylab/checks.py",
+@pytest.mark.parametrize("path", ["grader/grading/autograde.py", "grader/grading/trim.py", "grader/grading/nbgrader_ext.py",
+                                  "grader/grading/isolation.py", "grader/grading/nbgrader_config.py", "nbgrader_config.py",
+                                  "grader/grading/sandbox/enter.sh", "src/raylab/checks.py",
                                   "src/raylab/kuberay_crds/README.md"])
 def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     subs = _submissions(ROOT)
@@ -132,7 +132,7 @@ def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     assert _changed(before, _keys(tree, subs)) == ALL
 
 
-@pytest.mark.parametrize("path", ["grader/bench/labs.py", "grader/roundtrip_rules.py", "grader/visible_catch.json",
+@pytest.mark.parametrize("path", ["grader/bench/labs.py", "grader/proof/roundtrip_rules.py", "grader/visible_catch.json",
                                   "grader/proof/plan.py", "requirements-dev.txt"])
 def test_what_a_grading_never_runs_changes_no_key(tree, path):
     """The judging rules, the tools around the grader and the developers' pins are not inputs."""
@@ -144,15 +144,25 @@ def test_what_a_grading_never_runs_changes_no_key(tree, path):
 
 
 def test_a_module_the_grading_starts_to_import_joins_the_recipe(tree):
-    assert "grader/new_helper.py" not in keys.recipe_modules(tree)
-    (tree / "grader" / "new_helper.py").write_text("LIMIT = 1\n")
-    with open(tree / "grader" / "tamper_scan.py", "a") as fh:
-        fh.write("\nfrom grader import new_helper  # noqa\n")
-    assert "grader/new_helper.py" in keys.recipe_modules(tree)
+    helper = tree / "grader" / "grading" / "new_helper.py"
+    assert "grader/grading/new_helper.py" not in keys.recipe_modules(tree)
+    helper.write_text("LIMIT = 1\n")
+    with open(tree / "grader" / "grading" / "tamper_scan.py", "a") as fh:
+        fh.write("\nfrom grader.grading import new_helper  # noqa\n")
+    assert "grader/grading/new_helper.py" in keys.recipe_modules(tree)
     subs = _submissions(ROOT)
     before = _keys(tree, subs)
-    (tree / "grader" / "new_helper.py").write_text("LIMIT = 2\n")
+    helper.write_text("LIMIT = 2\n")
     assert _changed(before, _keys(tree, subs)) == ALL
+
+
+def test_a_bare_import_beside_nbgraders_configuration_joins_the_recipe(tree):
+    """nbgrader_config.py puts its own folder on sys.path: a bare import there is a sibling module."""
+    (tree / "grader" / "grading" / "bare_helper.py").write_text("LIMIT = 1\n")
+    assert "grader/grading/bare_helper.py" not in keys.recipe_modules(tree)
+    with open(tree / "grader" / "grading" / "nbgrader_ext.py", "a") as fh:
+        fh.write("\nimport bare_helper  # noqa\n")
+    assert "grader/grading/bare_helper.py" in keys.recipe_modules(tree)
 
 
 def test_the_kernel_environment_and_the_grading_options_are_in_the_recipe(tree, monkeypatch):

@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from grader import mutants, roundtrip
-from grader.proof import audit, ledger, plan
+from grader.proof import audit, ledger, mutants, plan, roundtrip, roundtrip_report
 
 RAW = {"status": "graded", "scores": {"a_tests": [0.0, 2.0], "b_tests": [2.0, 2.0]},
        "errors": {"a_tests": ["CheckFailed", "expected 3, got 2 (took 1.2 s)", 4, True]},
@@ -123,7 +122,7 @@ def test_a_forged_entry_is_caught_by_its_audit_and_a_stale_one_is_graded_again(t
     every other grading comes from the ledger."""
     committed = ledger.read(LAB)
     first = roundtrip.run(LAB, tmp_path / "first", stored=committed)
-    assert not first.problems, roundtrip.report(first)
+    assert not first.problems, roundtrip_report.report(first)
     exercises = mutants.load(LAB)
     forged = next(e for e in first.records.values() if any(v.startswith("right:") for v in e.variants.values()))
     stale = next(e for e in first.records.values() if e.student.startswith("mutants") and e is not forged)

@@ -37,13 +37,13 @@ def test_a_module_s_key_covers_the_course_package_and_what_it_names():
     assert "tests/claims/test_claims_ops.py" not in chosen
     # a module that runs make targets gets what the Makefile's targets run
     ddp = set(suites.module_inputs("tests/labs/test_ddp_lab.py", files))
-    assert {"Makefile", "scripts/gpu_check.py", "grader/autograde.py"} <= ddp
+    assert {"Makefile", "scripts/gpu_check.py", "grader/grading/autograde.py"} <= ddp
     # a module that names the README keeps prose; one that reads round trips keeps the labs' ledger
     hints = set(suites.module_inputs("tests/helpers/test_hints.py", files))
     assert "README.md" in hints
     classgrade = set(suites.module_inputs("tests/grader/test_classgrade.py", files))
     assert "ledger/00_lab_setup.json" in classgrade and "ledger/tests.json" not in classgrade
-    assert {"grader/autograde.py", "solutions/00_lab_setup/00_lab_setup.ipynb"} <= classgrade
+    assert {"grader/grading/autograde.py", "solutions/00_lab_setup/00_lab_setup.ipynb"} <= classgrade
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""grader.pyast: syntax trees built from several grading threads at once.
+"""grader.grading.pyast: syntax trees built from several grading threads at once.
 
 CPython 3.11 counts the AST constructor's recursion per interpreter; when a thread switch happens
 inside ``ast.parse`` (here forced by a garbage-collector callback that yields the GIL, as any
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from grader import pyast
+from grader.grading import pyast
 
 SOURCE = "\n".join(f"def f{i}(a, b=[1, 2, {{3: 4}}]):\n    return [(a + b) * (a - b) for a in range(3) if a]"
                    for i in range(20))

@@ -5,8 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader import course
 from grader.authoring import lab_status
+from grader.grading import course
 
 LABS = course.labs()
 

@@ -1,10 +1,11 @@
 """Every exercise's requirements are traced to checks both ways, and mutants to what they break
-(grader/requirements.py): the unit rules on in-memory cells, then every lab of the course."""
+(grader/proof/requirements.py): the unit rules on in-memory cells, then every lab of the course."""
 import pytest
 
-from grader import course, mutants, requirements
-from grader.mutants import Exercise, Mutant
-from grader.roundtrip_rules import Graded
+from grader.grading import course
+from grader.proof import mutants, requirements
+from grader.proof.mutants import Exercise, Mutant
+from grader.proof.roundtrip_rules import Graded
 
 CELL = """import raylab
 _r = run_it()

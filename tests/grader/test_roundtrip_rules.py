@@ -1,7 +1,8 @@
 """The round trip's rules, on fabricated results: which failures Validate would also show."""
 import pytest
 
-from grader import course, roundtrip, roundtrip_rules as rules
+from grader.grading import course
+from grader.proof import roundtrip, roundtrip_rules as rules
 
 SOURCE = "check(a)\ncheck(b)\n### BEGIN HIDDEN TESTS\ncheck(c)\n### END HIDDEN TESTS"
 
@@ -123,7 +124,7 @@ def test_first_errors_keeps_each_cells_first_error_its_line_and_whether_validate
 
 
 def test_a_round_past_an_exercises_last_mutant_does_not_grade_that_exercise():
-    from grader.mutants import Exercise
+    from grader.proof.mutants import Exercise
     exercises = {"a_answer": Exercise("a_answer", ["a_tests"], []),
                  "b_answer": Exercise("b_answer", ["b_tests", "b_more"], [])}
     assert roundtrip.not_graded(exercises, {"a_answer": "m3"}) == {"b_answer", "b_tests", "b_more"}
@@ -132,7 +133,7 @@ def test_a_round_past_an_exercises_last_mutant_does_not_grade_that_exercise():
 
 
 def test_a_right_answer_that_differs_must_keep_every_point():
-    from grader.mutants import Exercise
+    from grader.proof.mutants import Exercise
     exercises = {"a_answer": Exercise("a_answer", ["a_tests"], [])}
     kept = rules.Graded("mutants2", {"a_tests": (3, 3)}, {}, {}, {}, {"a_answer": "other_spelling"})
     lost = rules.Graded("mutants3", {"a_tests": (0, 3)}, {"a_tests": ("CheckFailed", "state.pt missing")},
@@ -174,7 +175,7 @@ def test_visible_problems_at_a_shallower_depth_allow_only_what_the_left_out_muta
 
 @pytest.mark.parametrize("lab", course.labs())
 def test_a_shallower_depth_grades_every_right_answer_and_leaves_out_only_later_mutants(lab):
-    from grader import mutants
+    from grader.proof import mutants
 
     for depth in (1, 2):
         graded = [(a, m.name, m.right) for rnd in mutants.rounds(lab, depth) for a, m in rnd.items()]

@@ -1,5 +1,5 @@
-"""grader.stability's comparison (fast): a score that differs between runs is reported."""
-from grader import stability
+"""grader.proof.stability's comparison (fast): a score that differs between runs is reported."""
+from grader.proof import stability
 
 
 def test_only_cells_whose_score_changed_are_reported():

@@ -2,7 +2,7 @@
 
 Stock nbgrader scores a test cell 0 as soon as any stderr stream appears in it, and Ray prints log
 lines from background threads into whichever cell is running. The course's autograde pipeline
-(grader/nbgrader_config.py) relabels stderr in grade cells as stdout. This test grades a tiny
+(grader/grading/nbgrader_config.py) relabels stderr in grade cells as stdout. This test grades a tiny
 assignment through the real nbgrader CLI with the course configuration.
 """
 import json
@@ -10,8 +10,8 @@ import json
 import nbformat
 import pytest
 
-from grader import course
 from grader.authoring import text as authoring
+from grader.grading import autograde, course
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def test_stderr_in_a_test_cell_does_not_zero_a_correct_answer(tmp_path):
         dest = grading / "submitted" / student / "probe" / "probe.ipynb"
         dest.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(sub, dest)
-    ag = course.nbgrader("autograde", "probe", "--force", *overrides, grading_dir=grading)
+    ag = autograde.stock_autograde("probe", grading, *overrides)
     assert ag.returncode == 0, ag.output[-3000:]
     right = course.cell_scores("probe", "right", grading)
     wrong = course.cell_scores("probe", "wrong", grading)
@@ -95,7 +95,7 @@ def test_a_submission_that_swallows_test_failures_scores_zero_and_is_flagged(att
     dest = grading / "submitted" / "mallory" / "probe" / "probe.ipynb"
     dest.parent.mkdir(parents=True)
     nbformat.write(sub, dest)
-    ag = course.nbgrader("autograde", "probe", "--force", *overrides, grading_dir=grading)
+    ag = autograde.stock_autograde("probe", grading, *overrides)
     assert ag.returncode == 0, ag.output[-3000:]
     scores = course.cell_scores("probe", "mallory", grading)
     assert scores["double_tests"] == (0.0, 1.0)

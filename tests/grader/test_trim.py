@@ -1,8 +1,8 @@
-"""grader.trim: which demo cells the wrong-answer rounds of a round trip may leave out."""
+"""grader.grading.trim: which demo cells the wrong-answer rounds of a round trip may leave out."""
 import nbformat
 import pytest
 
-from grader import course, trim
+from grader.grading import course, trim
 
 
 def _nb(*cells):

@@ -8,9 +8,8 @@ round trips check that each lab's mutants still fail visibly at least as often a
 once it has been proven, and then checked like the others, but counts towards no goal yet."""
 import pytest
 
-from grader import mutants, roundtrip_rules as rules
 from grader.authoring import lab_status
-from grader.proof import ledger
+from grader.proof import ledger, mutants, roundtrip_rules as rules
 
 RECORD = rules.visible_record()
 LABS = [lab for lab in lab_status.finished_labs() if not lab.endswith("_quiz")]

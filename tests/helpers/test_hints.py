@@ -421,7 +421,7 @@ def test_plain_python_excepthook_keeps_traceback(tmp_path):
 
 
 def test_workshop_guide_lists_every_hint():
-    from grader import course
+    from grader.grading import course
 
     guide = (course.ROOT / "docs" / "workshop.md").read_text()
     missing = [r.hint.key for r in hints.RULES if f"`{r.hint.key}`" not in guide]

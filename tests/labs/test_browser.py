@@ -34,7 +34,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, mutants
+from grader.grading import course
+from grader.proof import mutants
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, mutants
-from grader.authoring import text as authoring, lab_status
+from grader.authoring import lab_status, text as authoring
+from grader.grading import course
+from grader.proof import mutants
 
 LABS = course.labs()
 CLAIM_TAG = re.compile(r"^claim:C(\d\d)$")
@@ -173,7 +174,7 @@ def _used_names(source):
 
 @pytest.mark.parametrize("lab", LABS)
 def test_exercises_are_independent(lab):
-    """One autograde run checks one mutant of every exercise at once (grader/mutants.py). That is
+    """One autograde run checks one mutant of every exercise at once (grader/proof/mutants.py). That is
     only sound if no exercise's cells use names that another exercise's answer cell defines."""
     exercises = mutants.load(lab)
     nb = _nb(course.solution_path(lab))

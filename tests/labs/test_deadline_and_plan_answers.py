@@ -6,7 +6,8 @@ could write: right answers that differ from the solution must pass, wrong ones m
 import nbformat
 import pytest
 
-from grader import course, mutants
+from grader.grading import course
+from grader.proof import mutants
 
 
 def _cell(lab: str, grade_id: str) -> str:

@@ -11,8 +11,8 @@ import ast
 import nbformat
 import pytest
 
-from grader import course
 from grader.authoring import lab_status
+from grader.grading import course
 
 RAYLAB_PLOTS = {"curves", "bars", "stacked_bars"}
 MPL_DRAWING = {"plot", "bar", "barh", "scatter", "hist", "step", "stairs", "imshow", "fill_between",

@@ -12,7 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, mutants, question_scores, roundtrip
+from grader.classroom import question_scores
+from grader.grading import course
+from grader.proof import mutants, roundtrip, roundtrip_report
 from raylab.checks import CheckFailed
 
 LAB = "10_quiz"
@@ -179,7 +181,7 @@ def test_round_trip_and_per_question_export_from_the_real_gradebook(tmp_path, pr
 
     # one gradebook with every submission (stored or graded now), for the export
     rt = roundtrip.run(LAB, tmp_path, workers=1, stored=ledger.read(LAB), audit=proof_audits)
-    assert not rt.problems, roundtrip.report(rt)
+    assert not rt.problems, roundtrip_report.report(rt)
     out = tmp_path / "questions.csv"
     assert question_scores.main([LAB, "--grading-dir", str(tmp_path), "--out", str(out)]) == 0
     table = list(csv.DictReader(io.StringIO(out.read_text())))

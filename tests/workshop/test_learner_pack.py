@@ -14,8 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import course, feedback_guard
 from grader.authoring import learner_pack  # noqa: E402
+from grader.grading import course, feedback_guard
 
 MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
 _BARE_CALL = re.compile(r"[\w.]+\(\)")

@@ -131,7 +131,7 @@ print(json.dumps({"listed": listed}))
 def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(hub, tmp_path):
     """After the browser submission above (the lab as released: wrong), the other learner submits
     the lab answered with the solution's code (through the Assignments tab's calls); the
-    instructor collects, grades with the course's class grader (`make grade`'s grader.classgrade)
+    instructor collects, grades with the course's class grader (`make grade`'s grader.classroom.grade)
     and releases the feedback (nbgrader's release_feedback); each learner fetches their feedback
     and, in the browser, sees their own score; the other's feedback is not theirs to open."""
     import json
@@ -145,7 +145,7 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
     import requests
     from playwright.sync_api import sync_playwright
 
-    from grader import mutants
+    from grader.proof import mutants
 
     right, wrong = hub.learners[0], hub.learners[1]
     lab, course_id = wh.LAB, wh.workshop.COURSE_ID
@@ -179,7 +179,7 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
     submitted = hub.state / "course" / "submitted"
     out = tmp_path / "class"
     started = time.monotonic()
-    graded = subprocess.run([sys.executable, "-m", "grader.classgrade", str(submitted), "--out", str(out),
+    graded = subprocess.run([sys.executable, "-m", "grader.classroom.grade", str(submitted), "--out", str(out),
                              "--labs", lab, "--workers", "2"], cwd=wh.ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(wh.ROOT)}, timeout=600)
     print(f"class grader: {time.monotonic() - started:.1f} s\n{graded.stdout[-1500:]}")

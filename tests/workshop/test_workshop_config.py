@@ -10,14 +10,14 @@ from traitlets.config import Config
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.workshop import up as workshop  # noqa: E402
+from grader.workshop import accounts as workshop_accounts, state as workshop_state  # noqa: E402
 from grader.workshop.hub import configure  # noqa: E402
 
 
 def test_roster_learners_instructors_comments(tmp_path):
     roster = tmp_path / "roster.txt"
     roster.write_text("# room 2\nbob\n\ninstructor: alice  # lead\n carol \nlearner: dave\n")
-    got = workshop.read_roster(roster)
+    got = workshop_accounts.read_roster(roster)
     assert got.learners == ["bob", "carol", "dave"]
     assert got.instructors == ["alice"]
 
@@ -28,21 +28,21 @@ def test_roster_refuses_bad_lines(tmp_path, text):
     roster = tmp_path / "roster.txt"
     roster.write_text(text)
     with pytest.raises(ValueError):
-        workshop.read_roster(roster)
+        workshop_accounts.read_roster(roster)
 
 
 def test_answer_key_is_not_on_the_learner_visible_list():
     for name in ("solutions", "grader", "tests", ".git", ".grading", "docs", "scripts", "nbgrader_config.py"):
-        assert name not in workshop.LEARNER_VISIBLE
+        assert name not in workshop_state.LEARNER_VISIBLE
     # What a learner's server needs is there.
-    assert {".venv", "src", "notebooks", "workshop"} <= workshop.LEARNER_VISIBLE
+    assert {".venv", "src", "notebooks", "workshop"} <= workshop_state.LEARNER_VISIBLE
 
 
 def test_close_answer_key_touches_only_the_hidden_entries(tmp_path):
     for name in ("solutions", "notebooks", "src"):
         (tmp_path / name).mkdir(mode=0o755)
     (tmp_path / "Makefile").write_text("")
-    changed = workshop.close_answer_key(tmp_path)
+    changed = workshop_state.close_answer_key(tmp_path)
     assert list(changed) == [str(tmp_path / "solutions")]
     assert (tmp_path / "solutions").stat().st_mode & 0o777 == 0o750
     assert (tmp_path / "notebooks").stat().st_mode & 0o777 == 0o755

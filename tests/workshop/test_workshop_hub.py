@@ -30,7 +30,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.workshop import down as workshop_down, up as workshop  # noqa: E402
+from grader.workshop import accounts as workshop_accounts  # noqa: E402
+from grader.workshop import down as workshop_down  # noqa: E402
+from grader.workshop import state as workshop_state  # noqa: E402
+from grader.workshop import up as workshop  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -67,7 +70,7 @@ def _top_level_modes() -> dict[Path, int]:
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     try:  # learners' servers run the course from this clone: say so, rather than servers failing
-        workshop.require_clone_reachable()
+        workshop_state.require_clone_reachable()
     except SystemExit as exc:
         pytest.fail(str(exc))
     if not workshop.PROXY.exists():
@@ -85,7 +88,7 @@ def hub(tmp_path_factory):
     log = tmp_path_factory.mktemp("workshop-hub") / "hub.log"  # pytest's root-only folder
     modes = _top_level_modes()
     port = _free_port()
-    env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
@@ -245,7 +248,7 @@ def test_learner_logs_in_and_gets_a_learner_server(hub):
     assert '"@jupyter/nbgrader:create-assignment": true' in lab.text.replace("\\", "") or \
         "nbgrader:create-assignment" in lab.text
     assert requests.get(f"{base}/formgrader", headers=auth, timeout=60).status_code == 404
-    listing = requests.get(f"{base}/assignments", params={"course_id": workshop.COURSE_ID},
+    listing = requests.get(f"{base}/assignments", params={"course_id": workshop_state.COURSE_ID},
                            headers=auth, timeout=120)
     assert listing.status_code == 200, listing.text[:500]
     released = [a["assignment_id"] for a in listing.json()["value"] if a["status"] == "released"]
@@ -281,9 +284,9 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
               ROOT / ".git" / "HEAD", ROOT / "tests", course, course / "gradebook.db",
               course / "source" / LAB / f"{LAB}.ipynb", hub.state / "hub" / "jupyterhub.sqlite",
               hub.state / "hub" / "passwords.txt", other_home, secret,
-              hub.state / "exchange" / workshop.COURSE_ID / "inbound",
+              hub.state / "exchange" / workshop_state.COURSE_ID / "inbound",
               other_home / ".ray" / "auth_token"]
-    released = hub.state / "exchange" / workshop.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
+    released = hub.state / "exchange" / workshop_state.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
     decoys = _decoy_checkout(secrets.token_hex(3))
     closed += decoys
     opened = [released]
@@ -399,7 +402,7 @@ def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
     name = hub.learners[0]
     auth = (hub.auth or {}).get(name) or _start_server(hub, name)
     base = f"{hub.url}/user/{name}/assignments"
-    course = {"assignment_id": LAB, "course_id": workshop.COURSE_ID}
+    course = {"assignment_id": LAB, "course_id": workshop_state.COURSE_ID}
     fetched = requests.post(f"{base}/fetch", data=course, headers=auth, timeout=120)
     assert fetched.status_code == 200, fetched.text[:500]
     entry = pwd.getpwnam(name)
@@ -409,7 +412,7 @@ def test_fetch_and_submit_through_the_assignments_tab_then_collect(hub):
     submitted = requests.post(f"{base}/submit", data=course, headers=auth, timeout=120)
     assert submitted.status_code == 200, submitted.text[:500]
     assert any(a["status"] == "submitted" for a in submitted.json()["value"]), submitted.text[:500]
-    result = workshop._nbgrader_api(workshop.State(hub.state)).collect(LAB)
+    result = workshop._nbgrader_api(workshop_state.State(hub.state)).collect(LAB)
     assert result["success"], result
     collected = hub.state / "course" / "submitted" / name / LAB / f"{LAB}.ipynb"
     assert collected.exists(), sorted(str(p) for p in (hub.state / "course").rglob("*"))[:40]
@@ -447,7 +450,7 @@ def test_learner_kernel_and_terminal_run_the_graders_python(hub):
         env = shell.environ()
         found = _in_server(name, ["/bin/bash", "-c", "command -v python ray nbgrader"], env)
         assert found.returncode == 0, (found.stdout, found.stderr[-500:])
-        venv_bin = str(workshop.VENV_BIN)
+        venv_bin = str(workshop_state.VENV_BIN)
         assert found.stdout.split() == [f"{venv_bin}/{tool}" for tool in ("python", "ray", "nbgrader")]
         version = _in_server(name, ["/bin/bash", "-c", "python -c 'import sys; print(sys.version)'"], env)
         assert version.stdout.strip() == sys.version
@@ -484,7 +487,7 @@ def test_each_learners_ray_finds_only_their_own_cluster(hub):
             proc = subprocess.Popen(
                 [shutil.which("nsenter"), f"--target={server.pid}", "--mount", "--", "/usr/bin/setpriv",
                  f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
-                 str(workshop.VENV_BIN / "python"), "-c", RAY_OWNER],
+                 str(workshop_state.VENV_BIN / "python"), "-c", RAY_OWNER],
                 env=_server_environment(name), cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, text=True)
             procs.append(proc)
@@ -514,7 +517,7 @@ def test_formgrader_frames_in_jupyterlab_and_autograde_points_to_make_grade(hub)
     names `make grade` (it would run learner code as the instructor, outside the sandbox)."""
     teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
     page = requests.get(f"{hub.url}/user/{hub.instructor}/formgrader", headers=teacher, timeout=120)
-    assert page.headers.get("Content-Security-Policy") == workshop.INSTRUCTOR_CSP, page.headers
+    assert page.headers.get("Content-Security-Policy") == workshop_state.INSTRUCTOR_CSP, page.headers
     learner = hub.learners[0]
     mine = (hub.auth or {}).get(learner) or _start_server(hub, learner)
     lab = requests.get(f"{hub.url}/user/{learner}/lab", headers=mine, timeout=120)
@@ -539,7 +542,7 @@ def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
     run = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
                           "--labs", later], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert (hub.state / "exchange" / workshop.COURSE_ID / "outbound" / later / f"{later}.ipynb").exists()
+    assert (hub.state / "exchange" / workshop_state.COURSE_ID / "outbound" / later / f"{later}.ipynb").exists()
     teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
     listing = requests.get(f"{hub.url}/user/{hub.instructor}/formgrader/api/assignments", headers=teacher, timeout=120)
     assert later in {a["name"] for a in listing.json()}, listing.text[:500]
@@ -577,7 +580,7 @@ def test_hub_state_survives_a_restart(hub):
     hub.proc.wait(timeout=60)
     with open(hub.log, "a") as out:
         hub.proc = subprocess.Popen(
-            [str(workshop.VENV_BIN / "jupyterhub"), "-f", str(hub_dir / "jupyterhub_config.py")],
+            [str(workshop_state.VENV_BIN / "jupyterhub"), "-f", str(hub_dir / "jupyterhub_config.py")],
             cwd=hub_dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     _wait_for_api(hub, 120)
     assert secret.read_bytes() == before
@@ -598,7 +601,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     os.chmod(state, 0o755)
     roster = tmp_path / "roster.txt"
     roster.write_text(f"{learner}\ninstructor: {instructor}\nnobody\n")  # nobody: an existing account
-    env = {**os.environ, workshop.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
     setup = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
                             "--port", str(_free_port()), "--labs", LAB, "--instructor-group", group, "--no-start"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -606,7 +609,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     port = json.loads((state / "hub" / "workshop.json").read_text())["port"]
     log = tmp_path / "hub.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(workshop.VENV_BIN / "jupyterhub"), "-f", str(state / "hub" / "jupyterhub_config.py")],
+        proc = subprocess.Popen([str(workshop_state.VENV_BIN / "jupyterhub"), "-f", str(state / "hub" / "jupyterhub_config.py")],
                                 cwd=state / "hub", stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     room = Hub(f"http://127.0.0.1:{port}", state, [learner], instructor, proc, log)
     try:
@@ -620,8 +623,8 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
         assert down.returncode == 0, down.stderr[-2000:]
         assert proc.wait(timeout=60) is not None
         assert workshop_down.users_processes([learner, instructor]) == []
-        assert not workshop.user_exists(learner) and not workshop.user_exists(instructor)
-        assert workshop.user_exists("nobody"), "an account that existed before was removed"
+        assert not workshop_accounts.user_exists(learner) and not workshop_accounts.user_exists(instructor)
+        assert workshop_accounts.user_exists("nobody"), "an account that existed before was removed"
         assert not Path(f"/home/{learner}").exists()
         assert subprocess.run(["getent", "group", group], capture_output=True).returncode != 0
         assert [folder for folder in groups if folder.exists()] == []

@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.workshop import up as workshop  # noqa: E402
+from grader.workshop import accounts as workshop_accounts, state as workshop_state  # noqa: E402
 from grader.workshop.hub import user_environment  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -55,19 +55,19 @@ except Exception as exc:
 
 def test_another_learner_cannot_submit_work_to_a_learners_ray_cluster():
     try:  # the learners' Python runs the course from this clone
-        workshop.require_clone_reachable()
+        workshop_state.require_clone_reachable()
     except SystemExit as exc:
         pytest.fail(str(exc))
     tag = secrets.token_hex(3)
     owner, other = f"rlw-{tag}r", f"rlw-{tag}s"
-    state = workshop.State(Path(tempfile.mkdtemp(prefix="rlw-ray-", dir="/tmp")))
+    state = workshop_state.State(Path(tempfile.mkdtemp(prefix="rlw-ray-", dir="/tmp")))
     os.chmod(state.root, 0o755)
     proc = None
     try:
         for name in (owner, other):
             subprocess.run(["useradd", "--create-home", name], check=True, timeout=60, capture_output=True)
             os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
-        settings = {"venv_prefix": sys.prefix, "python": str(workshop.learner_python(state)),
+        settings = {"venv_prefix": sys.prefix, "python": str(workshop_state.learner_python(state)),
                     "instructors": [], "learner_config": str(state.root), "instructor_config": str(state.root)}
 
         def run_as(name, code, *args, token=None, **kw):
@@ -120,7 +120,7 @@ def test_another_learner_cannot_submit_work_to_a_learners_ray_cluster():
         from raylab.cluster import kill_processes
         import psutil
 
-        uids = {pwd.getpwnam(n).pw_uid for n in (owner, other) if workshop.user_exists(n)}
+        uids = {pwd.getpwnam(n).pw_uid for n in (owner, other) if workshop_accounts.user_exists(n)}
         kill_processes([p for p in psutil.process_iter(["uids"])
                         if p.info["uids"] and p.info["uids"].real in uids])
         for name in (owner, other):

@@ -1,6 +1,6 @@
 """An instructor's review of flagged submissions, recorded so the LMS export can release them.
 
-A submission flagged for review (a tampering mechanism, grader/tamper_scan.py, or a test cell's
+A submission flagged for review (a tampering mechanism, grader/grading/tamper_scan.py, or a test cell's
 in-kernel report) keeps its autograded score in the gradebook, but ``lms_grades.csv`` holds it
 back (an empty cell, named under ``held_for_review``) until an instructor has looked and recorded
 it here. A review is bound to the exact notebook that was looked at (its digest in the class
@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from grader import class_exports, course
+from grader.classroom import exports
+from grader.grading import course
 
 STATE = "state.json"
 
@@ -26,7 +27,7 @@ def record(out: Path, keys: list[str]) -> list[str]:
     """Record ``keys`` (``student/lab``) as reviewed; returns the problems (unknown keys, nothing
     flagged) and records the rest."""
     state = json.loads((out / STATE).read_text())
-    done, problems = class_exports.reviews(out), []
+    done, problems = exports.reviews(out), []
     for key in keys:
         entry = state.get(key)
         if entry is None:
@@ -35,7 +36,7 @@ def record(out: Path, keys: list[str]) -> list[str]:
             problems.append(f"{key}: not flagged, nothing to review")
         else:
             done[key] = entry["digest"]
-    (out / class_exports.REVIEWS).write_text(json.dumps(done, indent=1, sort_keys=True))
+    (out / exports.REVIEWS).write_text(json.dumps(done, indent=1, sort_keys=True))
     return problems
 
 
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         print(f"[review] {problem}")
     state = json.loads((args.out / STATE).read_text())
     labs = sorted({key.split("/", 1)[1] for key in state})
-    class_exports.write_lms(args.out / "exports" / "lms_grades.csv", state, labs, class_exports.reviews(args.out))
+    exports.write_lms(args.out / "exports" / "lms_grades.csv", state, labs, exports.reviews(args.out))
     print(f"[review] {args.out / 'exports' / 'lms_grades.csv'} written again")
     return 1 if problems else 0
 

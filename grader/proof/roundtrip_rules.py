@@ -1,5 +1,5 @@
 """The round trip's rules: pure functions of graded results that say whether the autograder is
-right in both directions (``grader.roundtrip`` grades, these judge). Unit-tested on fabricated
+right in both directions (``grader.proof.roundtrip`` grades, these judge). Unit-tested on fabricated
 results in ``tests/grader/test_roundtrip_rules.py``."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import requirements
+from grader.proof import requirements
 
 # A mutant counts as caught only when a check says so, not when the notebook crashes.
 CHECK_ERRORS = {"CheckFailed", "AssertionError"}
@@ -31,7 +31,7 @@ class Graded:
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"In\[\d+\], line (\d+)")
 HIDDEN_MARK = "BEGIN HIDDEN TESTS"
-# grader.nbgrader_ext.SentinelInject runs each test cell with one line (the tamper report) first.
+# grader.grading.nbgrader_ext.SentinelInject runs each test cell with one line (the tamper report) first.
 INJECTED_LINES = 1
 
 
@@ -73,7 +73,7 @@ def visible_catch(graded: dict, exercises: dict) -> dict:
 # falls below it; tests/grader/test_visible_catch.py checks the record itself (every exercise,
 # the mutant files' counts, at least one visible catch each, 80 % of all mutants).
 VISIBLE_GOAL = 0.80
-VISIBLE_RECORD = Path(__file__).resolve().parent / "visible_catch.json"
+VISIBLE_RECORD = Path(__file__).resolve().parents[1] / "visible_catch.json"
 
 
 def visible_record() -> dict:
@@ -170,7 +170,7 @@ def trim_problems(graded: dict, exercises: dict, skipped: list) -> list[str]:
     proves none of its checks reads a skipped demo, so a wrong answer never looks caught because
     a demo was left out, and a class graded without the demos gets the scores it would get with them.
     A right answer is as good a witness as the solution for the checks; the answers themselves are
-    trimmed by the same analysis (``grader/trim.py``, unit-tested)."""
+    trimmed by the same analysis (``grader/grading/trim.py``, unit-tested)."""
     if not skipped:
         return []
     proven = set()
@@ -230,7 +230,7 @@ def right_problems(graded: dict, exercises: dict) -> list[str]:
 def judge(graded: dict, exercises: dict, skipped: list, sources: dict | None = None) -> list[str]:
     """Every way the autograder can be wrong, as readable problems (empty: right both ways).
     ``sources`` (test cell grade_id -> source): also trace each mutant to the requirement it
-    breaks (``grader.requirements``)."""
+    breaks (``grader.proof.requirements``)."""
     linked = requirements.link_problems(graded, exercises, sources) if sources is not None else []
     return (solution_problems(graded) + trim_problems(graded, exercises, skipped)
             + untouched_problems(graded) + mutant_problems(graded, exercises) + linked

@@ -1,6 +1,6 @@
 """Per-question scores of one assignment, read from the nbgrader gradebook, as CSV.
 
-``python -m grader.question_scores 10_quiz`` writes one row per student in the gradebook and one
+``python -m grader.classroom.question_scores 10_quiz`` writes one row per student in the gradebook and one
 column per grade cell of the assignment (in the order of the solution notebook), then the total
 and the maximum. ``nbgrader export`` only gives totals per assignment; this is the table an
 instructor needs to see which quiz questions a class got wrong.
@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader import course
+from grader.grading import course
 
 
 def default_db_url() -> str:

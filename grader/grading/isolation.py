@@ -2,7 +2,7 @@
 
 ``nbgrader autograde`` runs as the grading user (it must read the gradebook, where the hidden tests
 live). The *kernel* that executes the learner's code, the kernel's Ray cluster and everything they
-start run through ``grader/sandbox/enter.sh``:
+start run through ``grader/grading/sandbox/enter.sh``:
 
 - **a root file system built from an allow-list**: a fresh tmpfs holding read-only binds of the
   system folders, the Python installation, the course's virtual environment and the ``raylab``
@@ -10,17 +10,17 @@ start run through ``grader/sandbox/enter.sh``:
   no ``.git``, no ``solutions/``, no gradebook, no other copy of the course, no other sandbox;
 - **its own PID namespace** (the kernel is PID 1: when it exits, every process it left behind is
   killed), **IPC namespace** and **mount namespace**; the whole grading worker (nbgrader included)
-  runs in a **network namespace with loopback only** (``grader/autograde.py``);
+  runs in a **network namespace with loopback only** (``grader/grading/autograde.py``);
 - **its own user** (a uid leased for this submission only, never shared with another submission
   being graded at the same time on this machine), with no capabilities and ``no_new_privs``;
-- **its own control group** (``grader/cgroups.py``): memory and process-count limits where the
+- **its own control group** (``grader/grading/cgroups.py``): memory and process-count limits where the
   machine allows them, and the list of its processes, from which nothing can escape;
 - **an environment built from an allow-list** (:func:`kernel_env`): nothing of the instructor's
   environment (tokens, credentials) reaches learner code; IPython history is off.
 
 When the submission is done the grader kills whatever is left in its group; the tmpfs folders
 disappear with the mount namespace. What this does not protect: learner code and test cells share
-one kernel (see ``grader/tamper_scan.py`` and README's guarantees).
+one kernel (see ``grader/grading/tamper_scan.py`` and README's guarantees).
 
 The sandbox needs root and util-linux (``unshare``, ``setpriv``, ``pivot_root``). Where that is
 missing the grader still runs, without it, and says so.
@@ -39,7 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.cgroups import SubmissionCgroup
+from grader.grading.cgroups import SubmissionCgroup
 
 ENTER_SH = Path(__file__).resolve().parent / "sandbox" / "enter.sh"
 KERNEL_NAME = "raylab-sandboxed"

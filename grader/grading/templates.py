@@ -6,7 +6,7 @@ so the gradebook decides which code runs besides the learner's answers. Each lab
 * the **class gradebook** (``out/gradebook.db``), where every score is merged, and a student-free
   copy of it (``out/template``), the template of a submission graded with every cell;
 * one **trimmed template** per set of demo cells a submission can be graded without
-  (``grader.trim.grading_skips``: heavy demo cells that no test, answer or later needed cell
+  (``grader.grading.trim.grading_skips``: heavy demo cells that no test, answer or later needed cell
   reads, computed with that learner's own answers in place). Its locked demo cells hold a comment
   instead of a Train run, so grading a Train lab skips minutes of demos whose output no check
   reads; the scores cannot change (the round trips require every exercise to keep full marks graded
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import course, trim
+from grader.grading import course, trim
 
 
 class Templates:

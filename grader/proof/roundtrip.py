@@ -7,7 +7,7 @@ the untouched learner copy above 0, a mutant at full marks on the exercise it br
 caught only by a crash instead of a check, a right answer that differs from the solution below
 full marks, an error in any cell of the solution, a solution flagged for review, or processes left
 behind. Every submission is graded by
-``grader.autograde.autograde_submission``, the function the class grader calls, so this proves the
+``grader.grading.autograde.autograde_submission``, the function the class grader calls, so this proves the
 path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab
 from the ledger; ``make prove`` (``grader/proof/prove.py``) grades every submission and records them.
 """
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde, gradebook, mutants, requirements, trim
-from grader.grading_templates import Templates
-from grader.proof import keys, ledger
+from grader.grading import autograde, gradebook, trim
+from grader.grading.templates import Templates
+from grader.proof import keys, ledger, mutants, requirements
 from grader.proof.machine import machine_class
-from grader.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
+from grader.proof.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
                                     visible_problems, visible_record)
 
 
@@ -234,7 +234,7 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
         only: frozenset | None = None) -> RoundTrip:
     """Judge the lab's round trip (:func:`prepare`): each grading whose key ``stored`` (the
     lab's ledger) holds is taken from it, every other one is graded now through
-    :func:`grader.autograde.autograde_submission` with the class grader's templates, ``workers``
+    :func:`grader.grading.autograde.autograde_submission` with the class grader's templates, ``workers``
     at a time; ``stored=None`` grades every one. A stored grading whose key is in ``audit`` is
     graded again and must give the stored result, cell for cell. Every score is also merged into
     ``grading_dir/gradebook.db`` (one gradebook with every submission, for exports).
@@ -275,39 +275,6 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
                      fresh={s: why[s] for s in sorted(fresh)},
                      audited=sorted(s for s in fresh if entries.get(s) is not None),
                      records=records)
-
-
-def report(rt: RoundTrip) -> str:
-    stored = len(rt.graded) - len(set(rt.fresh) & set(rt.graded))
-    lines = [f"{rt.lab}: {rt.seconds:.0f} s, {len(rt.graded)} submissions: {len(rt.fresh)} graded now"
-             + (f" ({len(rt.audited)} of them audits of stored gradings)" if rt.audited else "")
-             + f", {stored} from the ledger"]
-    if rt.skipped:
-        lines.append(f"  demo cells left out of the wrong-answer rounds: {', '.join(rt.skipped)}")
-    for student, g in rt.graded.items():
-        total = sum(s or 0 for s, _ in g.scores.values())
-        top = sum(m or 0 for _, m in g.scores.values())
-        lines.append(f"  {student:<16} {total:g}/{top:g}  ({g.seconds:.0f} s, "
-                     + (f"graded now: {rt.fresh[student]}" if student in rt.fresh else "from the ledger") + ")")
-        for answer, name in g.mutated.items():
-            lines.append(f"      mutant {answer}: {name}")
-        for answer, name in g.right.items():
-            lines.append(f"      right answer {answer}: {name}")
-        for grade_id, (score, max_score) in g.scores.items():
-            err = g.errors.get(grade_id)
-            lines.append(f"      {grade_id:<34} {score}/{max_score}" + (f"  {err[0]}: {err[1][:90]!r}" if err else ""))
-    if rt.visible:
-        caught, total = (sum(v[i] for v in rt.visible.values()) for i in (0, 1))
-        lines.append(f"  visible catch rate: {caught}/{total} mutants ({100 * caught / max(total, 1):.0f} %) "
-                     "fail a check Validate runs"
-                     + (" (a quiz keeps its key hidden: Validate checks only an answer's form)"
-                        if rt.lab.endswith("_quiz") else ""))
-        lines += [f"      {answer:<34} {c}/{t}" for answer, (c, t) in rt.visible.items()]
-    if rt.not_graded:
-        left = sum(len(names) for names in rt.not_graded.values())
-        lines.append(f"  mutants not graded at this depth: {left} (make prove grades every one)")
-    lines += [f"  PROBLEM: {p}" for p in rt.problems] or ["  OK: autograder right in both directions"]
-    return "\n".join(lines)
 
 
 def validate_problems(rt: RoundTrip, recorded: dict | None = None) -> list[str]:

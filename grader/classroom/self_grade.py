@@ -1,7 +1,7 @@
 """Grade your own notebook with the course's grader: ``make grade-mine NB=notebooks/01_.../01_....ipynb``.
 
 For a learner working alone with the repository. The notebook goes through exactly what an
-instructor's ``make grade`` runs (``grader.autograde.autograde_submission``: the hidden tests, the
+instructor's ``make grade`` runs (``grader.grading.autograde.autograde_submission``: the hidden tests, the
 sandbox where the machine allows it, the time limits), and you get what an instructor would send
 you: a score per exercise, and the feedback page (``feedback/<lab>.html``) to open in a browser.
 
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import autograde, course
+from grader.grading import autograde, course
 
 
 def lab_of(notebook: Path) -> str:

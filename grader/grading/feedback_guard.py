@@ -15,7 +15,7 @@ import html
 import re
 from pathlib import Path
 
-from grader import course
+from grader.grading import course
 
 MARKER = "[hidden test text removed]"
 MIN_LINE = 12  # shorter lines ("assert ok") are too common to be evidence of a leak

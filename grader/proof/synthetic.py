@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import mutants
+from grader.proof import mutants
 
 # What each adversarial kind puts in the first answer cell of lab 00 (the rest is the solution).
 _ADVERSARIAL_CODE = {

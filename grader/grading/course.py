@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -111,15 +111,6 @@ def submit(lab: str, student: str, notebook: Path, grading_dir: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(notebook, dest)
     return dest
-
-
-def autograde(lab: str, grading_dir: Path, *, student: str | None = None,
-              timeout: float | None = None, env: dict | None = None,
-              source_dir: Path | None = None) -> NbgraderRun:
-    args = ["autograde", lab, "--force", *_source_arg(source_dir)]
-    if student:
-        args.append(f"--student={student}")
-    return nbgrader(*args, grading_dir=grading_dir, isolate_network=True, timeout=timeout, env=env)
 
 
 def cell_scores(lab: str, student: str, grading_dir: Path) -> dict[str, tuple[float | None, float]]:

@@ -1,6 +1,6 @@
 """The one way this course autogrades a submission: :func:`autograde_submission`.
 
-The round trips (``grader/roundtrip.py``), the class grader (``grader/classgrade.py``, local
+The round trips (``grader/proof/roundtrip.py``), the class grader (``grader/classroom/grade.py``, local
 workers and Ray tasks alike) and the grading benchmark all call it, so what the round trips prove
 (right answers keep their points, wrong ones lose them) is proven on the path that grades a class.
 
@@ -8,13 +8,13 @@ One call grades one submission with the real ``nbgrader autograde`` in a private
 holding a private copy of the lab's gradebook:
 
 1. the notebook is checked (valid JSON, a notebook, copied nbgrader cells resolved: see
-   ``grader/submission_check.py``) and scanned for mechanisms that can change how later cells run
-   (``grader/tamper_scan.py``): those are flagged for review;
+   ``grader/grading/submission_check.py``) and scanned for mechanisms that can change how later cells run
+   (``grader/grading/tamper_scan.py``): those are flagged for review;
 2. nbgrader runs in a loopback-only network namespace; the learner's kernel runs in the
-   submission's sandbox (``grader/isolation.py``); a wall-clock limit bounds the whole run;
+   submission's sandbox (``grader/grading/isolation.py``); a wall-clock limit bounds the whole run;
 3. every process of the submission is killed (found by its control group), the sandbox's files
    vanish with it; the feedback is generated, scanned for hidden-test text (redacted and
-   flagged: ``grader/feedback_guard.py``), and the work folder is removed.
+   flagged: ``grader/grading/feedback_guard.py``), and the work folder is removed.
 
 The result is a plain, picklable dict, the same in a thread or in a Ray task on another node.
 """
@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import course, feedback_guard, isolation, submission_check, tamper_scan
+from grader.grading import course, feedback_guard, isolation, submission_check, tamper_scan
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,33 @@ def autograde_submission(lab: str, student: str, notebook: bytes, template_db: b
 
 def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: bytes,
               options: Options, sandbox: bool, result: dict) -> None:
-    db, out, sub = work / "db" / "gradebook.db", work / "out", work / "sub"
+    db, out = work / "db" / "gradebook.db", work / "out"
+    overrides = _place(work, db, lab, student, notebook, template_db, options)
+    env = _worker_env(work)
+    cmd = [course.bin_path("nbgrader"), "autograde", lab, f"--student={student}", "--force", *overrides]
+    if options.isolate_network:
+        cmd = course.net_isolated(cmd)
+    log = _run_contained(cmd, env, work, options, sandbox, result)
+    graded_nb = out / "autograded" / student / lab / f"{lab}.ipynb"
+    result["log_tail"] = log[-4000:]
+    if not graded_nb.exists():
+        result["reason"] = result["reason"] or nbgrader_reason(log)
+        return
+    result["autograded"] = graded_nb.read_text()
+    result["flags"] += tamper_scan.output_flags(result["autograded"])
+    result["scores"] = read_scores(db, lab, student)
+    if options.feedback:
+        _feedback(cmd_base=[course.bin_path("nbgrader"), "generate_feedback", lab, f"--student={student}",
+                            "--force", *overrides], env=env, html=out / "feedback" / student / lab / f"{lab}.html",
+                  result=result)
+    if not result["reason"]:
+        result["status"] = "graded"
+
+
+def _place(work: Path, db: Path, lab: str, student: str, notebook: bytes, template_db: bytes,
+           options: Options) -> list[str]:
+    """Write the private gradebook and the submission into ``work``; return nbgrader's options."""
+    out, sub = work / "out", work / "sub"
     db.parent.mkdir()
     db.write_bytes(template_db)
     nb_path = sub / student / lab / f"{lab}.ipynb"
@@ -107,7 +133,13 @@ def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: 
         overrides.append(f"--CourseDirectory.source_directory={Path(options.source_dir).resolve()}")
     if options.cell_timeout_s:
         overrides.append(f"--Execute.timeout={int(options.cell_timeout_s)}")
-    env = _worker_env(work)
+    return overrides
+
+
+def _run_contained(cmd: list[str], env: dict, work: Path, options: Options, sandbox: bool,
+                   result: dict) -> str:
+    """Run nbgrader with the learner's kernel in the sandbox (or, without root, tagged by a run
+    id), kill whatever the submission left behind, and note it; return nbgrader's log."""
     run_id = uuid.uuid4().hex
     if sandbox:
         box = isolation.Sandbox(work, options.limits)
@@ -122,9 +154,6 @@ def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: 
             box.write_kernelspec(work / "jupyter")
             if box.missing_limits:
                 result["not_enforced"] = box.missing_limits
-        cmd = [course.bin_path("nbgrader"), "autograde", lab, f"--student={student}", "--force", *overrides]
-        if options.isolate_network:
-            cmd = course.net_isolated(cmd)
         log, timed_out = _run(cmd, env, options.timeout_s)
     if box is not None:
         result["leftover_killed"] = box.leftover
@@ -136,20 +165,19 @@ def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: 
         result["flags"].append(f"{result['leftover_killed']} leftover process(es) killed")
     if timed_out:
         result["reason"] = f"wall-clock limit of {options.timeout_s:.0f} s reached"
-    graded_nb = out / "autograded" / student / lab / f"{lab}.ipynb"
-    result["log_tail"] = log[-4000:]
-    if not graded_nb.exists():
-        result["reason"] = result["reason"] or nbgrader_reason(log)
-        return
-    result["autograded"] = graded_nb.read_text()
-    result["flags"] += tamper_scan.output_flags(result["autograded"])
-    result["scores"] = read_scores(db, lab, student)
-    if options.feedback:
-        _feedback(cmd_base=[course.bin_path("nbgrader"), "generate_feedback", lab, f"--student={student}",
-                            "--force", *overrides], env=env, html=out / "feedback" / student / lab / f"{lab}.html",
-                  result=result)
-    if not result["reason"]:
-        result["status"] = "graded"
+    return log
+
+
+def stock_autograde(lab: str, grading_dir: Path, *nbgrader_args: str, student: str | None = None,
+                    timeout: float | None = None) -> course.NbgraderRun:
+    """``nbgrader autograde`` as nbgrader ships it: every submission of ``grading_dir/submitted``
+    in one sequential run, the course's configuration, no sandbox and no checks around it. Only
+    for comparisons (the grading benchmark, and tests of what nbgrader itself does); a class is
+    graded by :func:`autograde_submission`."""
+    args = ["autograde", lab, "--force", *nbgrader_args]
+    if student:
+        args.append(f"--student={student}")
+    return course.nbgrader(*args, grading_dir=grading_dir, isolate_network=True, timeout=timeout)
 
 
 class _Nothing:

@@ -3,9 +3,9 @@
 - ``nbgrader_grades.csv``: nbgrader's own export of the class gradebook;
 - ``lms_grades.csv``: one row per learner, one column per lab and quiz (autograded points), the
   totals, the labs that need a look (failed, or flagged for review) and the flagged grades held
-  back until an instructor has reviewed them (grader/class_review.py): a held lab's cell is empty
+  back until an instructor has reviewed them (grader/classroom/review.py): a held lab's cell is empty
   and counts in neither total, so no flagged grade reaches the LMS as final;
-- ``<quiz>_questions.csv``: per-question quiz scores (grader/question_scores.py).
+- ``<quiz>_questions.csv``: per-question quiz scores (grader/classroom/question_scores.py).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from grader import course
+from grader.grading import course
 
 REVIEWS = "reviews.json"  # student/lab -> digest of the notebook an instructor reviewed
 
@@ -69,7 +69,7 @@ def write_lms(path: Path, state: dict, labs: list[str], reviewed: dict | None = 
 
 
 def quiz_questions(exports: Path, out: Path, state: dict, labs: list[str]) -> None:
-    from grader import question_scores
+    from grader.classroom import question_scores
 
     for lab in (lab for lab in labs if lab.endswith("_quiz")):
         if any(k.endswith("/" + lab) for k in state):

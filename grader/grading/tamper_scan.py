@@ -26,7 +26,7 @@ module is flagged only for its risky members (``TOOLBOX``), or when it is handed
 another name, where the scan could no longer see which member is used.
 
 A flagged submission is graded as usual and listed for review; its grade is not changed, but the
-LMS export holds it until an instructor has looked (``grader/class_review.py``). A
+LMS export holds it until an instructor has looked (``grader/classroom/review.py``). A
 learner can still *write* a mechanism this list does not name (README's guarantees say what is
 left); the round trips prove that no solution of the course is flagged.
 """
@@ -37,9 +37,9 @@ import builtins
 import json
 import re
 
-from grader import pyast
+from grader.grading import pyast
 
-STATE_LINE = "[grader] registered before this test cell ran: "  # grader/nbgrader_ext.py writes it
+STATE_LINE = "[grader] registered before this test cell ran: "  # grader/grading/nbgrader_ext.py writes it
 
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "pinfo", "pinfo2", "who", "whos", "pwd", "env"}
 RISKY_MODULES = {"IPython", "ipykernel", "jupyter_client", "zmq", "traitlets", "nbgrader", "ctypes",
@@ -241,7 +241,7 @@ def _without_safe_magics(tree):
 
 
 def output_flags(autograded_text: str) -> list[str]:
-    """Flags the in-kernel checks left in the graded notebook (grader/nbgrader_ext.py)."""
+    """Flags the in-kernel checks left in the graded notebook (grader/grading/nbgrader_ext.py)."""
     import nbformat
 
     nb = nbformat.reads(autograded_text, as_version=4)

@@ -14,7 +14,7 @@ applying when a solution is edited::
           why: copies the version the course documents instead of asking the interpreter
           breaks: [python_of_this_kernel]
           core: true                # the mistake the exercise exists to teach (required)
-          mistake: value_timing     # optional: its class of mistake (grader.requirements.MISTAKES)
+          mistake: value_timing     # optional: its class of mistake (grader.proof.requirements.MISTAKES)
           replace:
             - ['platform.python_version()', '"3.12.0"']
 
@@ -33,7 +33,7 @@ A lab an author is still writing also holds the line ``status: in progress`` (no
 ``grader.authoring.lab_status`` reads it).
 
 ``requirements`` lists what the exercise's prompt asks, and ``breaks`` says which of those a
-mutant violates; ``grader.requirements`` traces both to the test cells' checks. Every mutant says
+mutant violates; ``grader.proof.requirements`` traces both to the test cells' checks. Every mutant says
 whether it is ``core``: true when it is the mistake the exercise exists to teach (Validate must
 show it: ``tests/grader/test_visible_catch.py``), false for a side requirement, hard-coding, an
 edge case or paperwork. Right answers carry no ``core``.
@@ -60,9 +60,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from grader import course
+from grader.grading import course
 
-MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+MUTANTS_DIR = Path(__file__).resolve().parents[1] / "mutants"
 # The top-level key of a lab's status (grader.authoring.lab_status), the one key that is not an answer cell.
 STATUS_KEY = "status"
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
@@ -75,7 +75,7 @@ class Mutant:
     why: str
     replace: list[tuple[str, str]]
     right: bool = False  # a right answer that differs from the solution (must keep its points)
-    breaks: tuple = ()  # the exercise's requirements it violates (grader.requirements)
+    breaks: tuple = ()  # the exercise's requirements it violates (grader.proof.requirements)
     mistake: str | None = None  # its class of mistake, when it has one (requirements.MISTAKES)
     core: bool = False  # the mistake the exercise exists to teach (Validate must show it)
 

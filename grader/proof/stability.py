@@ -1,6 +1,6 @@
 """``make stability LAB=NN_topic RUNS=10``: does every answer get the same grade every time?
 
-Runs the lab's round trip (``grader.roundtrip``: the solution, the untouched copy and every mutant
+Runs the lab's round trip (``grader.proof.roundtrip``: the solution, the untouched copy and every mutant
 round, through the class grader's path) ``RUNS`` times and compares each submission's score on
 each graded cell across the runs. A score that changes between runs is a flaky test: a right
 answer that sometimes loses points, or a wrong one that sometimes keeps them. Prints the cells
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader import roundtrip
+from grader.proof import roundtrip
 
 
 def varying(runs: list[dict]) -> list[str]:

@@ -20,7 +20,7 @@ import re
 
 import nbformat
 
-from grader import course
+from grader.grading import course
 
 MARKER = re.compile(r"^\s*# requirement: ([a-z0-9_]+)\s*$")
 # Lines IPython reads but Python does not (magics, shell escapes) are blanked before parsing.
@@ -122,7 +122,7 @@ def link_problems(graded: dict, exercises: dict, sources: dict) -> list[str]:
 def table(lab: str) -> str:
     """Markdown: every requirement of every exercise of ``lab``, its checks (visible or hidden,
     by line) and the mutants that break it: what an instructor reads to see what is graded."""
-    from grader import mutants
+    from grader.proof import mutants
 
     sources = test_sources(lab)
     rows = ["| exercise | requirement | what the prompt asks | checks (line: v visible, h hidden) | mutants that break it |",

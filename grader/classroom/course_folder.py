@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from grader import gradebook
+from grader.grading import gradebook
 
 
 def course_of(submissions: Path) -> Path | None:

@@ -60,7 +60,7 @@ class HideGradeCellTracebacks(NbGraderPreprocessor):
 # replaced builtins, module functions replaced by notebook code). A non-empty report becomes a
 # visible "[grader]" line in the cell and a review flag (grader/tamper_scan.output_flags). This
 # runs inside the kernel, so a learner who targets it can forge it; the static scan of the learner's
-# cells (grader/tamper_scan.py), which runs outside the kernel, is the guarantee; this is a second net.
+# cells (grader/grading/tamper_scan.py), which runs outside the kernel, is the guarantee; this is a second net.
 _SENTINEL_PREFIX = "__raylab_test_cell_completed__"
 STATE_LINE = "[grader] registered before this test cell ran: "
 _PROBE = r"""

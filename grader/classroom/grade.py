@@ -1,12 +1,12 @@
-"""Grade a whole class: ``make grade SUBMISSIONS=path`` (``python -m grader.classgrade``).
+"""Grade a whole class: ``make grade SUBMISSIONS=path`` (``python -m grader.classroom.grade``).
 
 Input is nbgrader's collected layout, ``SUBMISSIONS/<student>/<lab>/<lab>.ipynb`` (what
 ``nbgrader collect`` and ``nbgrader zip_collect`` produce). For every (student, lab):
 
 1. a worker autogrades the one submission through the course's one autograde path
-   (``grader/autograde.py``, the one the round trips prove): real ``nbgrader autograde`` on a
+   (``grader/grading/autograde.py``, the one the round trips prove): real ``nbgrader autograde`` on a
    private copy of the lab's gradebook, the learner's code in the submission's own sandbox
-   (``grader/isolation.py``), a wall-clock limit, every process of the submission killed at the
+   (``grader/grading/isolation.py``), a wall-clock limit, every process of the submission killed at the
    end, feedback scanned for hidden-test text;
 2. the coordinator merges the scores into the one class gradebook, serially (no SQLite write
    races), and records the unit in ``state.json`` (an interrupted run resumes where it stopped and
@@ -30,10 +30,11 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from grader import autograde, class_course, class_exports, course, gradebook, isolation
-from grader.class_progress import Progress, print_summary
-from grader.class_units import Unit, digest, discover  # noqa: F401 - the tests use them from here
-from grader.grading_templates import Templates
+from grader.classroom import course_folder, exports
+from grader.classroom.progress import Progress, print_summary
+from grader.classroom.units import Unit, digest, discover
+from grader.grading import autograde, course, gradebook, isolation
+from grader.grading.templates import Templates
 
 DEFAULT_TIMEOUT_S = 900
 # Half the cores, at least 2 (docs/instructor.md's figure on 2 cores): a lab saturates 2 cores only part of
@@ -55,7 +56,7 @@ class ClassGrader:
                  limits: isolation.Limits | None = None, trim_demos: bool = True):
         """``course_root``: grade another course folder (its ``solutions/``) with this course's
         nbgrader configuration (the tests' tiny courses); ``limits``: per-submission limits;
-        ``trim_demos``: leave out demo cells nothing reads (grader.grading_templates)."""
+        ``trim_demos``: leave out demo cells nothing reads (grader.grading.templates)."""
         self.submissions, self.out = submissions.resolve(), out.resolve()
         self.course_args = (f"--CourseDirectory.root={Path(course_root).resolve()}",) if course_root else ()
         self.limits = limits or isolation.Limits()
@@ -177,11 +178,11 @@ class ClassGrader:
 
     # --- outputs -------------------------------------------------------------------------------
     def export(self) -> None:
-        class_exports.write_all(self.out, self.state, self.labs, self.course_args)
-        course_folder = class_course.course_of(self.submissions)
-        if course_folder is not None:  # the workshop hub's collect: one gradebook, refusals reported
-            class_course.publish(course_folder, self.out, self.state, self.labs)
-            class_course.report_refusals(course_folder, self.out / "exports")
+        exports.write_all(self.out, self.state, self.labs, self.course_args)
+        folder = course_folder.course_of(self.submissions)
+        if folder is not None:  # the workshop hub's collect: one gradebook, refusals reported
+            course_folder.publish(folder, self.out, self.state, self.labs)
+            course_folder.report_refusals(folder, self.out / "exports")
 
     def summary(self, units: list[Unit]) -> dict:
         return print_summary(units, self.state, self.out / "exports")
