@@ -1,7 +1,7 @@
 """Is a lab finished, or still being written? The one place that answers it.
 
 ``make new-lab`` marks a new lab *in progress* with one line in its mutants file,
-``grader/mutants/<lab>.yaml``::
+``solutions/<lab>/mutants.yaml``::
 
     status: in progress
 
@@ -27,8 +27,8 @@ MARK = f"{mutants.STATUS_KEY}: {IN_PROGRESS}"
 
 
 def in_progress(lab: str) -> bool:
-    """True while ``grader/mutants/<lab>.yaml`` holds the line ``status: in progress``."""
-    path = mutants.MUTANTS_DIR / f"{lab}.yaml"
+    """True while ``solutions/<lab>/mutants.yaml`` holds the line ``status: in progress``."""
+    path = course.mutants_path(lab)
     data = yaml.safe_load(path.read_text()) if path.exists() else None
     status = data.get(mutants.STATUS_KEY) if isinstance(data, dict) else None
     if status is None:
@@ -54,4 +54,4 @@ def refuse_in_progress(labs, what: str) -> None:
     drafts = [lab for lab in labs if lab in course.labs() and in_progress(lab)]
     if drafts:
         raise SystemExit(f"{' '.join(drafts)}: in progress, so not {what}; when the lab is proven and "
-                         f"benched, delete the line '{MARK}' from grader/mutants/<lab>.yaml")
+                         f"benched, delete the line '{MARK}' from solutions/<lab>/mutants.yaml")

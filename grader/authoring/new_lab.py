@@ -1,7 +1,7 @@
 """``make new-lab NAME=11_topic``: the skeleton of a new lab, and the checklist to finish it.
 
 Writes ``solutions/<NAME>/<NAME>.ipynb`` (title, time line, setup, one exercise with its visible
-and hidden tests, teardown: the shape docs/authoring.md describes) and ``grader/mutants/<NAME>.yaml``
+and hidden tests, teardown: the shape docs/authoring.md describes) and ``solutions/<NAME>/mutants.yaml``
 with two mutants of that exercise, then prints what is left to do. The mutants file marks the lab
 in progress (``grader.authoring.lab_status``): until the author deletes that line, the last step, the fast
 tests check the lab as a draft and nothing offers it to learners. The skeleton already passes the
@@ -16,7 +16,6 @@ import sys
 
 from grader.authoring import lab_status, text as notebook_text
 from grader.grading import course
-from grader.proof import mutants
 
 SKELETON = '''#%% md {short}_intro
 # {number} · {title}
@@ -117,7 +116,7 @@ def create(name: str) -> dict:
     number, short = name[:2], f"lab{name[:2]}"
     title = name[3:].replace("_", " ").capitalize()
     solution = course.solution_path(name)
-    mutants_file = mutants.MUTANTS_DIR / f"{name}.yaml"
+    mutants_file = course.mutants_path(name)
     solution.parent.mkdir(parents=True)
     text = SKELETON.format(number=number, short=short, title=title, name=name)
     notebook_text.write(notebook_text.from_text(text), solution)

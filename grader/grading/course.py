@@ -18,6 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
+# What an author keeps beside a lab's notebook that nbgrader never copies: not into the learner's
+# release, not beside a submission while it is graded (grader/grading/nbgrader_config.py ignores it).
+MUTANTS_FILE = "mutants.yaml"
+AUTHOR_ONLY = (MUTANTS_FILE,)
 
 
 def labs() -> list[str]:
@@ -28,6 +32,11 @@ def labs() -> list[str]:
 
 def solution_path(lab: str) -> Path:
     return SOLUTIONS / lab / f"{lab}.ipynb"
+
+
+def mutants_path(lab: str) -> Path:
+    """The lab's wrong and right answers and its requirements (grader/proof/mutants.py)."""
+    return SOLUTIONS / lab / MUTANTS_FILE
 
 
 def release_path(lab: str) -> Path:

@@ -17,6 +17,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, Execute,
     GetGrades, IgnorePattern, LimitOutput, SaveAutoGrades)
 
+from course import AUTHOR_ONLY  # noqa: E402
 from nbgrader_ext import (  # noqa: E402
     CapOutputBytes, HideGradeCellTracebacks, SentinelInject, SentinelVerify, StderrToStdout)
 
@@ -34,6 +35,9 @@ c.CourseDirectory.autograded_directory = os.path.join(WORK, "autograded")
 c.CourseDirectory.feedback_directory = os.path.join(WORK, "feedback")
 c.CourseDirectory.solution_directory = os.path.join(WORK, "solution")
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(WORK, "gradebook.db")
+# nbgrader copies every other file of a lab's source folder into the release and beside each
+# submission it grades: the author's own files (the lab's wrong answers) must never go there.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *AUTHOR_ONLY]
 
 # Ray start-up and a Train fit each take tens of seconds on 2 cores; nbgrader's default is 30 s.
 # Interrupting on timeout records the error on that cell and carries on with the rest.

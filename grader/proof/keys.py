@@ -7,7 +7,9 @@ changed input names the part it changed:
 ``submission``  the submission's cells as graded: code cells with their nbgrader metadata,
                 other cells by their nbgrader metadata only (prose and outputs cannot change
                 an autograde score, so a prose edit costs no grading);
-``template``    the lab's solution folder, normalised the same way, and the cells left out;
+``template``    the lab's solution folder as nbgrader uses it (notebooks normalised the same way,
+                the author's own files such as ``mutants.yaml`` left out: nbgrader never copies
+                them), and the cells left out;
 ``recipe``      the grading code (every module of ``grader/`` that the grading entry points
                 import, found by reading their imports, so a new module cannot be forgotten),
                 nbgrader's configuration, the sandbox's files, the sandbox's allow-lists and
@@ -37,10 +39,11 @@ from pathlib import Path
 
 import nbformat
 
+from grader.grading.course import AUTHOR_ONLY
 from grader.proof.machine import machine_class
 
 # Raise when the meaning of a part changes (a new part, another normalisation): every key changes.
-SCHEMA = 1
+SCHEMA = 2
 
 ROOT = Path(__file__).resolve().parents[2]
 # The entry points of a grading: the function that grades (grader.grading.autograde), the templates it is
@@ -89,10 +92,13 @@ def _files(folder: Path) -> list[Path]:
                   and p.suffix != ".pyc")
 
 
-def folder_digest(folder: Path) -> str:
-    """Every file below ``folder`` by its path; notebooks normalised, other files byte for byte."""
+def folder_digest(folder: Path, skipped_names=()) -> str:
+    """Every file below ``folder`` by its path (but ``skipped_names``); notebooks normalised, other
+    files byte for byte."""
     parts = {}
     for path in _files(folder):
+        if path.name in skipped_names:
+            continue
         data = path.read_bytes()
         parts[str(path.relative_to(folder))] = notebook_digest(data) if path.suffix == ".ipynb" else digest(data)
     return digest(parts)
@@ -276,7 +282,7 @@ class KeyBuilder:
 
     @functools.lru_cache(maxsize=64)
     def solution(self, lab: str) -> str:
-        return folder_digest(self.root / "solutions" / lab)
+        return folder_digest(self.root / "solutions" / lab, skipped_names=AUTHOR_ONLY)
 
     def parts(self, lab: str, notebook: bytes, left_out) -> Parts:
         return Parts(submission=notebook_digest(notebook),

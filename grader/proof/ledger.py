@@ -133,7 +133,7 @@ def uncommitted_inputs(lab: str) -> list[str]:
     builds the submissions (the ledger records the tree as committed)."""
     from grader.proof.keys import recipe_files
 
-    paths = [f"solutions/{lab}", f"grader/mutants/{lab}.yaml", "src/raylab", "requirements.txt",
+    paths = [f"solutions/{lab}", "src/raylab", "requirements.txt",
              "constraints.txt", "pyproject.toml", "grader/proof/roundtrip.py", "grader/proof/mutants.py", *recipe_files()]
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all", "--", *paths],

@@ -1,6 +1,6 @@
 """Realistic wrong answers ("mutants") and the submissions built from them.
 
-``grader/mutants/<lab>.yaml`` maps each answer cell of a lab to the test cells that grade it and to
+``solutions/<lab>/mutants.yaml`` maps each answer cell of a lab to the test cells that grade it and to
 at least two named mutants. A mutant is a list of exact text replacements applied to the solution
 of that answer cell; each ``old`` text must occur exactly once, so a mutant cannot silently stop
 applying when a solution is edited::
@@ -62,7 +62,6 @@ import yaml
 
 from grader.grading import course
 
-MUTANTS_DIR = Path(__file__).resolve().parents[1] / "mutants"
 # The top-level key of a lab's status (grader.authoring.lab_status), the one key that is not an answer cell.
 STATUS_KEY = "status"
 SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
@@ -95,7 +94,7 @@ class Exercise:
 
 
 def load(lab: str) -> dict[str, Exercise]:
-    path = MUTANTS_DIR / f"{lab}.yaml"
+    path = course.mutants_path(lab)
     if not path.exists():
         return {}
     data = yaml.safe_load(path.read_text()) or {}
@@ -110,7 +109,7 @@ def load(lab: str) -> dict[str, Exercise]:
 
 
 def _mutant(lab: str, answer: str, spec: dict, right: bool = False) -> Mutant:
-    where = f"grader/mutants/{lab}.yaml: {answer}/{spec.get('name')}"
+    where = f"solutions/{lab}/mutants.yaml: {answer}/{spec.get('name')}"
     if right and "core" in spec:
         raise ValueError(f"{where}: a right answer carries no 'core' (only wrong answers do)")
     if not right and not isinstance(spec.get("core"), bool):

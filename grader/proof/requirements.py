@@ -1,6 +1,6 @@
 """Each exercise's requirements, traced to the checks that enforce them and the mutants that break them.
 
-An exercise in ``grader/mutants/<lab>.yaml`` lists every requirement its prompt states
+An exercise in ``solutions/<lab>/mutants.yaml`` lists every requirement its prompt states
 (``requirements: {id: one line}``), and each of its mutants says which of them it breaks
 (``breaks: [id, ...]``). In the exercise's test cells a comment line ``# requirement: <id>`` names
 the requirement of every line below it, up to the next such comment, so each check names what it

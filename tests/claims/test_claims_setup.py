@@ -101,7 +101,7 @@ finally:
 @pytest.mark.slow
 def test_lab00_inspect_task_limits_grading_holds_with_omp_num_threads_exported():
     """A learner whose shell exports OMP_NUM_THREADS=3 gets full marks for a right answer, and the
-    realistic wrong answers of grader/mutants/00_lab_setup.yaml still fail: the exercise's answer
+    realistic wrong answers of solutions/00_lab_setup/mutants.yaml still fail: the exercise's answer
     cell and its whole test cell (hidden part included) run on a cluster started with the variable
     exported."""
     code = """

@@ -17,10 +17,8 @@ REPOSITORY = course.ROOT  # nbgrader runs here, with the course's configuration
 def scratch_course(tmp_path, monkeypatch):
     monkeypatch.setattr(course, "ROOT", tmp_path)
     monkeypatch.setattr(course, "SOLUTIONS", tmp_path / "solutions")
-    monkeypatch.setattr(mutants, "MUTANTS_DIR", tmp_path / "grader" / "mutants")
     (tmp_path / "solutions" / "00_lab_setup").mkdir(parents=True)
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "solutions" / "00_lab_setup" / "00_lab_setup.ipynb")
-    (tmp_path / "grader" / "mutants").mkdir(parents=True)
     return tmp_path
 
 
@@ -56,7 +54,8 @@ def test_a_new_lab_is_in_progress_until_the_mark_is_deleted(scratch_course):
     assert lab_status.finished_labs() == ["00_lab_setup"]
     exercises = mutants.load("11_ray_data")
     assert list(exercises) == ["lab11_double_answer"], "the mark is not an exercise"
-    path = mutants.MUTANTS_DIR / "11_ray_data.yaml"
+    path = course.mutants_path("11_ray_data")
+    assert path == scratch_course / "solutions" / "11_ray_data" / "mutants.yaml"
     lines = path.read_text().splitlines()
     assert lines.count(lab_status.MARK) == 1
     path.write_text("\n".join(line for line in lines if line != lab_status.MARK) + "\n")
@@ -66,7 +65,7 @@ def test_a_new_lab_is_in_progress_until_the_mark_is_deleted(scratch_course):
 
 
 def test_a_status_other_than_in_progress_is_refused(scratch_course):
-    (mutants.MUTANTS_DIR / "00_lab_setup.yaml").write_text("status: done\n")
+    course.mutants_path("00_lab_setup").write_text("status: done\n")
     with pytest.raises(ValueError, match="the only status is 'in progress'"):
         lab_status.in_progress("00_lab_setup")
 

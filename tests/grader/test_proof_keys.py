@@ -91,6 +91,15 @@ def test_a_lab_s_nbgrader_metadata_and_other_files_change_its_keys(tree):
     assert _changed(after, _keys(tree, _submissions(ROOT))) == {(LABS[1], k) for k in ("whole", "trimmed", "other answer")}
 
 
+def test_the_labs_own_mutants_file_changes_no_key(tree):
+    """nbgrader never copies a lab's mutants.yaml (the author's file): editing a mutant changes that
+    mutant's submission, not the template every other grading of the lab shares."""
+    before = _keys(tree, _submissions(ROOT))
+    with open(tree / "solutions" / LABS[0] / "mutants.yaml", "a") as fh:
+        fh.write("\n# a new mutant would go here\n")
+    assert _keys(tree, _submissions(ROOT)) == before
+
+
 def test_markdown_and_outputs_change_no_key(tree):
     subs = _submissions(ROOT)
     before = _keys(tree, subs)

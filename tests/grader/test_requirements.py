@@ -68,12 +68,13 @@ def test_a_mutant_must_first_fail_under_a_requirement_it_breaks():
 
 
 def test_mutants_file_reads_requirements_breaks_and_mistake(tmp_path, monkeypatch):
-    (tmp_path / "99_x.yaml").write_text(
+    (tmp_path / "99_x").mkdir()
+    (tmp_path / "99_x" / "mutants.yaml").write_text(
         "a_answer:\n  tests: [a_tests]\n  requirements: {reports_loss: report it}\n"
         "  mutants:\n    - {name: m, breaks: reports_loss, core: true, mistake: value_timing, replace: [[a, b]]}\n"
         "    - {name: n, breaks: reports_loss, core: false, replace: [[a, d]]}\n"
         "  right:\n    - {name: r, replace: [[a, c]]}\n")
-    monkeypatch.setattr(mutants, "MUTANTS_DIR", tmp_path)
+    monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
     [ex] = mutants.load("99_x").values()
     assert ex.requirements == {"reports_loss": "report it"}
     assert (ex.mutants[0].breaks, ex.mutants[0].mistake) == (("reports_loss",), "value_timing")
@@ -89,9 +90,10 @@ def test_mutants_file_reads_requirements_breaks_and_mistake(tmp_path, monkeypatc
 ])
 def test_mutants_file_needs_core_on_every_wrong_answer_and_none_on_right_ones(tmp_path, monkeypatch, mutant, right,
                                                                                expected):
-    (tmp_path / "99_x.yaml").write_text(f"a_answer:\n  tests: [a_tests]\n  mutants:\n    - {mutant}{right}\n")
-    monkeypatch.setattr(mutants, "MUTANTS_DIR", tmp_path)
-    with pytest.raises(ValueError, match="99_x.yaml: " + expected):
+    (tmp_path / "99_x").mkdir()
+    (tmp_path / "99_x" / "mutants.yaml").write_text(f"a_answer:\n  tests: [a_tests]\n  mutants:\n    - {mutant}{right}\n")
+    monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
+    with pytest.raises(ValueError, match="99_x/mutants.yaml: " + expected):
         mutants.load("99_x")
 
 

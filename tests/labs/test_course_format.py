@@ -135,7 +135,7 @@ def test_every_exercise_has_at_least_two_named_mutants_that_apply(lab):
     answers = {_meta(c)["grade_id"] for c in nb.cells if _meta(c).get("solution") and c.cell_type == "code"}
     tests = {_meta(c)["grade_id"] for c in nb.cells if _meta(c).get("grade") and c.cell_type == "code"}
     exercises = mutants.load(lab)
-    assert set(exercises) == answers, "every answer cell needs an entry in grader/mutants/<lab>.yaml"
+    assert set(exercises) == answers, "every answer cell needs an entry in solutions/<lab>/mutants.yaml"
     covered = set()
     sources = mutants.answer_sources(lab)
     for answer, ex in exercises.items():

@@ -53,7 +53,7 @@ def test_pack_has_what_a_learner_needs(pack):
 
 def test_nothing_of_the_answer_key_is_inside(pack):
     parts = {part for p in pack.rglob("*") for part in p.relative_to(pack).parts}
-    for name in ("solutions", "grader", "tests", "mutants", ".git", ".grading", "feedback", "scripts"):
+    for name in ("solutions", "grader", "tests", "mutants", "mutants.yaml", ".git", ".grading", "feedback", "scripts"):
         assert name not in parts, name
     assert not list(pack.rglob("*.db")), "a gradebook is inside"
     texts = _texts(pack)
@@ -74,7 +74,8 @@ def test_nothing_of_the_answer_key_is_inside(pack):
     assert [line for line in hidden if line in some_solution]
     assert [line for line in solution if line in some_solution]
     # No mutant file, by content.
-    mutants = {p.read_bytes() for p in (ROOT / "grader" / "mutants").glob("*")}
+    mutants = {p.read_bytes() for p in (ROOT / "solutions").glob("*/mutants.yaml")}
+    assert len(mutants) == len(list((ROOT / "solutions").glob("*/*.ipynb")))
     assert not [p for p in texts if p.read_bytes() in mutants]
 
 

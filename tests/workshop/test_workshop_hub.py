@@ -280,7 +280,7 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     os.chown(secret, pwd.getpwnam(other).pw_uid, pwd.getpwnam(other).pw_gid)
     os.chmod(secret, 0o644)  # even a file the other learner left world-readable
     course = hub.state / "course"
-    closed = [ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "solutions", ROOT / "grader" / "mutants",
+    closed = [ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "solutions", ROOT / "solutions" / LAB / "mutants.yaml",
               ROOT / ".git" / "HEAD", ROOT / "tests", course, course / "gradebook.db",
               course / "source" / LAB / f"{LAB}.ipynb", hub.state / "hub" / "jupyterhub.sqlite",
               hub.state / "hub" / "passwords.txt", other_home, secret,
