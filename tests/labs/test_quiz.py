@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from grader import course, mutants, question_scores, roundtrip
-from raylab.checks import CheckFailed
+from raylab.checks.common import CheckFailed
 
 LAB = "10_quiz"
 

@@ -19,7 +19,7 @@ import os
 import pickle
 import time
 
-from raylab.checks import check, check_equal
+from raylab.checks.common import check, check_equal
 
 PROBE_SECONDS = 1.0
 PROBE_BEST_LR = 1e-3
