@@ -4,9 +4,9 @@ The exercise's function builds a ``tune.Tuner`` for any trainable, so the checks
 :func:`probe_trial`, a stand-in that trains nothing: it sleeps, scores ``lr`` with a fixed formula
 and reports when it started and ended. What really happened is then read back from two records:
 
-- the trials' own start and end times (:func:`run_times`, :func:`most_at_once`): how many ran
-  together. (Not the study's proposal times: Tune asks a searcher for the next trial while one
-  runs, so two proposals are out even when trials run one at a time.)
+- the trials' own start and end times (:func:`run_times`, then :func:`raylab.tuning.max_overlap`):
+  how many ran together. (Not the study's proposal times: Tune asks a searcher for the next trial
+  while one runs, so two proposals are out even when trials run one at a time.)
 - the searcher state Tune saves in the experiment folder (:func:`optuna_study`): for an
   ``OptunaSearch`` it holds Optuna's study, whose trials show every configuration the searcher
   proposed and the value it was told for each.
@@ -20,6 +20,7 @@ import pickle
 import time
 
 from raylab.checks.common import check, check_equal
+from raylab.tuning import max_overlap
 
 PROBE_SECONDS = 1.0
 PROBE_BEST_LR = 1e-3
@@ -36,16 +37,6 @@ def probe_trial(config: dict) -> None:
     time.sleep(PROBE_SECONDS)
     score = math.exp(-(math.log10(config["lr"]) - math.log10(PROBE_BEST_LR)) ** 2)
     tune.report({"val_accuracy": score, "started": started, "ended": time.time()})
-
-
-def most_at_once(intervals) -> int:
-    """The largest number of ``(start, end)`` intervals that overlap at one moment."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
-    running = most = 0
-    for _, step in events:  # at equal times an end (-1) sorts before a start: touching is not overlapping
-        running += step
-        most = max(most, running)
-    return most
 
 
 def optuna_study(experiment_path: str):
@@ -76,7 +67,7 @@ def check_search_run(results, *, num_samples: int, experiment: str, storage_path
 
 def check_two_at_a_time(intervals, label: str) -> None:
     """At most two of ``intervals`` overlapped, and two did."""
-    most = most_at_once(intervals)
+    most = max_overlap(intervals)
     check(most <= 2, f"{label}: {most} at once; the exercise allows 2",
           hint="TuneConfig(max_concurrent_trials=2), or a ConcurrencyLimiter around the searcher; a "
                "BasicVariantGenerator of your own ignores max_concurrent_trials and takes max_concurrent=...")
