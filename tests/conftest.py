@@ -155,7 +155,7 @@ def pytest_runtest_teardown(item, nextitem):
         return
     import psutil
 
-    from raylab.cluster import kill_processes
+    from raylab.processes import kill_processes
 
     problems = []
     ray = sys.modules.get("ray")
@@ -252,7 +252,8 @@ def probe_watch(tmp_path):
     import json
     import subprocess
 
-    from raylab import capstone_probe, running_example
+    from raylab import running_example
+    from raylab.checks import capstone_probe
 
     splits = running_example.write_splits(tmp_path / "data")
     env = dict(os.environ, **{capstone_probe.PROBE_DIR_VAR: str(tmp_path / "probe"),

@@ -46,7 +46,7 @@ def double(x):
     ### END SOLUTION
 
 #%% tests {short}_double_tests points=1
-from raylab.checks import check_equal
+from raylab.checks.common import check_equal
 
 # requirement: doubles_any_number
 check_equal(double(3), 6, "double(3)", hint="reread exercise 1")

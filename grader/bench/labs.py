@@ -105,7 +105,7 @@ class MemorySampler(threading.Thread):
 
         pids = {p.pid for p in psutil.Process().children(recursive=True)}
         if self.run_id and tick % 10 == 0:  # Ray processes that left our tree (rare; costly to find)
-            from raylab.cluster import ray_processes
+            from raylab.processes import ray_processes
 
             self._strays = {p["pid"] for p in ray_processes(self.run_id)}
         return pids | self._strays

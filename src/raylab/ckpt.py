@@ -279,6 +279,3 @@ def read_trace(path: str) -> list[list[tuple[int, float]]]:
             attempts[-1].append((int(step), float(loss)))
     return attempts
 
-
-# Bounded runs in a child process live in raylab.child_process; labs call them from here too.
-from raylab.child_process import ChildRun, run_in_child  # noqa: E402,F401

@@ -20,6 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raylab.processes import descendant_pids, kill_processes, new_descendants
+
 RAY_VERSION = "2.58.0"
 CLUSTER_CPUS = 2
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # the chapter's size; Ray refuses less than 75 MiB
@@ -33,10 +35,6 @@ FAST_LOCAL_TRAIN_ENV = {
     "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
     "RAY_TRAIN_METRICS_ENABLED": "0",
 }
-
-# Finding and killing processes is raylab.processes' job; the names stay importable from here.
-from raylab.processes import (  # noqa: E402,F401
-    descendant_pids, kill_processes, listening_sockets, new_descendants, ray_processes)
 
 
 @contextlib.contextmanager

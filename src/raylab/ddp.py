@@ -11,15 +11,13 @@ right and for you to check. These helpers make the checks short:
 - :func:`sampler_orders` shows what ``DistributedSampler`` hands each rank, with or without
   ``set_epoch``, without starting anything;
 - :func:`linear_mse` recomputes a linear model's loss on the driver;
-- :func:`fit_and_collect` runs a training function on CPU workers with bounded waits and returns
-  what rank 0 returned, turning a failed run into a readable check failure;
 - :func:`train_blobs_mlp` trains lab 04's MLP on the blobs data with DDP inside a Train worker
   (the tests that compare DDP with one process use it).
+
+Running a learner's training function for a test cell and judging what it returned is
+:mod:`raylab.checks.ddp_runs`.
 """
 from __future__ import annotations
-
-from raylab.cluster import env_vars
-
 
 def make_datasets(config: dict):
     """``(train, val)`` of the lab's regression task, ``config["n_train"]`` / ``config["n_val"]`` rows.
@@ -90,65 +88,6 @@ def sampler_orders(n: int, world_size: int, epochs: int, *, set_epoch: bool = Tr
             per_epoch.append([int(i) for i in sampler])
         orders.append(per_epoch)
     return orders
-
-
-def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: int = 2,
-                    timeout_s: float = 60.0, name: str = "ddp-check") -> list:
-    """Run ``train_fn`` with ``TorchTrainer`` on ``num_workers`` CPU workers; return rank 0's value.
-
-    Every wait is bounded by ``timeout_s``: the gloo collectives (``TorchConfig(timeout_s=...)``),
-    Ray Train's report barrier (``RAY_TRAIN_COLLECTIVE_TIMEOUT_S``) and the worker-group start
-    (``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S`` with no controller retry). A run that fails raises
-    :class:`raylab.checks.CheckFailed` naming the error each failing rank raised.
-    """
-    import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
-
-    from raylab.checks import CheckFailed
-
-    trainer = TorchTrainer(
-        train_fn,
-        train_loop_config=dict(config),
-        torch_config=TorchConfig(timeout_s=int(timeout_s)),
-        scaling_config=ray.train.ScalingConfig(num_workers=num_workers),
-        run_config=ray.train.RunConfig(
-            name=name, storage_path=str(storage_path),
-            failure_config=ray.train.FailureConfig(max_failures=0, controller_failure_limit=0)),
-    )
-    with env_vars(RAY_TRAIN_COLLECTIVE_TIMEOUT_S=timeout_s,
-              RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S=timeout_s):
-        try:
-            result = trainer.fit()
-        except ray.train.WorkerGroupError as exc:
-            failures = "; ".join(f"rank {rank}: {_first_line(err)}"
-                                 for rank, err in sorted(exc.worker_failures.items()))
-            raise CheckFailed(f"the training function raised on a worker ({failures}).\n"
-                              "Hint: run it again and read the worker's traceback above.") from None
-        except ray.train.TrainingFailedError as exc:
-            raise CheckFailed(f"the training run failed before or outside your function: "
-                              f"{_first_line(exc)}") from None
-    return check_per_rank_list(result.return_value, num_workers)
-
-
-def check_per_rank_list(value, num_workers: int) -> list:
-    """``value`` if it is a list of one dict per rank; otherwise a readable check failure."""
-    from raylab.checks import check
-
-    check(isinstance(value, list) and len(value) == num_workers
-          and all(isinstance(d, dict) for d in value),
-          f"rank 0 should return a list with one diagnostics dict per rank ({num_workers}), "
-          f"got {type(value).__name__}: {str(value)[:200]}",
-          hint="collect them with raylab.ddp.gather(diagnostics) on every rank and return that")
-    return value
-
-
-def _first_line(err) -> str:
-    text = str(err).strip()
-    cause = getattr(err, "cause", None)  # RayTaskError keeps the user's exception here
-    if cause is not None:
-        text = f"{type(cause).__name__}: {cause}"
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return (lines[-1] if lines else type(err).__name__)[:300]
 
 
 def train_blobs_mlp(config: dict, *, batchnorm: bool = False):

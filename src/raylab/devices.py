@@ -20,6 +20,7 @@ The backend rule gives what Ray 2.58.0's Train V2 picks: when ``TorchConfig(back
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 CPU_BACKEND = "gloo"
@@ -191,66 +192,40 @@ def moves_on_a_described_gpu(train_fn, config: dict, *, device: str = "cuda:1") 
     device), ...], "modules": [(class name, device), ...], "error": None or what the run raised}``.
     """
     import torch
-    import ray.train.torch
-    import ray.train.v2.torch.train_loop_utils as loop_utils
 
     from raylab import local_mode
 
-    target = torch.device(device)
     seen = {"tensors": [], "modules": [], "error": None}
+    with _described_gpu(torch.device(device), seen):
+        try:
+            local_mode.fit(train_fn, dict(config))
+        except Exception as exc:  # noqa: BLE001 - reported to the check, which says what it means
+            seen["error"] = f"{type(exc).__name__}: {str(exc).strip()[-300:]}"
+    return seen
 
-    def cuda_target(args, kwargs):
-        for value in list(args) + [kwargs.get("device")]:
-            if isinstance(value, (str, torch.device)):
-                try:
-                    dev = torch.device(value)
-                except (RuntimeError, TypeError):
-                    continue
-                if dev.type == "cuda":
-                    return str(dev)
-        return None
+
+@contextmanager
+def _described_gpu(target, seen: dict):
+    """While inside: Ray Train's devices are ``[target]``, moves toward CUDA are recorded in
+    ``seen`` instead of made, and nothing opens a CUDA stream or selects a CUDA device."""
+    import torch
+    import ray.train.torch
+    import ray.train.torch.train_loop_utils as v1_loop_utils
+    import ray.train.v2.torch.train_loop_utils as loop_utils
 
     tensor_to, tensor_cuda = torch.Tensor.to, torch.Tensor.cuda
     module_to, module_cuda = torch.nn.Module.to, torch.nn.Module.cuda
     saved = {"loop_get_devices": loop_utils.get_devices, "torch_get_devices": ray.train.torch.get_devices}
-
-    def t_to(self, *args, **kwargs):
-        dev = cuda_target(args, kwargs)
-        if dev is None:
-            return tensor_to(self, *args, **kwargs)
-        seen["tensors"].append((tuple(self.shape), dev))
-        return self
-
-    def t_cuda(self, device=None, *args, **kwargs):
-        seen["tensors"].append((tuple(self.shape), str(torch.device("cuda", device) if isinstance(device, int)
-                                                       else torch.device(device or "cuda"))))
-        return self
-
-    def m_to(self, *args, **kwargs):
-        dev = cuda_target(args, kwargs)
-        if dev is None:
-            return module_to(self, *args, **kwargs)
-        seen["modules"].append((type(self).__name__, dev))
-        return self
-
-    def m_cuda(self, device=None):
-        seen["modules"].append((type(self).__name__, str(torch.device("cuda", device) if isinstance(device, int)
-                                                         else torch.device(device or "cuda"))))
-        return self
-
-    torch.Tensor.to, torch.Tensor.cuda = t_to, t_cuda
-    torch.nn.Module.to, torch.nn.Module.cuda = m_to, m_cuda
+    manager_for = v1_loop_utils.get_torch_device_manager_by_device_type
+    set_device = torch.cuda.set_device
+    torch.Tensor.to, torch.Tensor.cuda, torch.nn.Module.to, torch.nn.Module.cuda = _recording_moves(
+        seen, tensor_to, module_to)
     loop_utils.get_devices = ray.train.torch.get_devices = lambda: [target]
     # prepare_data_loader's wrapper would open a CUDA stream for the copies: a CPU manager instead
-    import ray.train.torch.train_loop_utils as v1_loop_utils
-
-    manager_for = v1_loop_utils.get_torch_device_manager_by_device_type
     v1_loop_utils.get_torch_device_manager_by_device_type = lambda device_type: manager_for("cpu")
-    set_device, torch.cuda.set_device = torch.cuda.set_device, lambda device: None  # a described GPU only
+    torch.cuda.set_device = lambda device: None  # a described GPU only
     try:
-        local_mode.fit(train_fn, dict(config))
-    except Exception as exc:  # noqa: BLE001 - reported to the check, which says what it means
-        seen["error"] = f"{type(exc).__name__}: {str(exc).strip()[-300:]}"
+        yield
     finally:
         torch.Tensor.to, torch.Tensor.cuda = tensor_to, tensor_cuda
         torch.nn.Module.to, torch.nn.Module.cuda = module_to, module_cuda
@@ -258,4 +233,55 @@ def moves_on_a_described_gpu(train_fn, config: dict, *, device: str = "cuda:1") 
         ray.train.torch.get_devices = saved["torch_get_devices"]
         torch.cuda.set_device = set_device
         v1_loop_utils.get_torch_device_manager_by_device_type = manager_for
-    return seen
+
+
+def _recording_moves(seen: dict, tensor_to, module_to):
+    """Stand-ins for ``Tensor.to``, ``Tensor.cuda``, ``Module.to`` and ``Module.cuda`` that note a
+    move toward CUDA in ``seen`` and return the object unmoved (other moves go to ``tensor_to`` /
+    ``module_to``)."""
+
+    def t_to(self, *args, **kwargs):
+        dev = _cuda_target(args, kwargs)
+        if dev is None:
+            return tensor_to(self, *args, **kwargs)
+        seen["tensors"].append((tuple(self.shape), dev))
+        return self
+
+    def t_cuda(self, device=None, *args, **kwargs):
+        seen["tensors"].append((tuple(self.shape), _cuda_name(device)))
+        return self
+
+    def m_to(self, *args, **kwargs):
+        dev = _cuda_target(args, kwargs)
+        if dev is None:
+            return module_to(self, *args, **kwargs)
+        seen["modules"].append((type(self).__name__, dev))
+        return self
+
+    def m_cuda(self, device=None):
+        seen["modules"].append((type(self).__name__, _cuda_name(device)))
+        return self
+
+    return t_to, t_cuda, m_to, m_cuda
+
+
+def _cuda_target(args, kwargs) -> str | None:
+    """The CUDA device a ``.to(...)`` call names (positionally or as ``device=``), or None."""
+    import torch
+
+    for value in list(args) + [kwargs.get("device")]:
+        if isinstance(value, (str, torch.device)):
+            try:
+                dev = torch.device(value)
+            except (RuntimeError, TypeError):
+                continue
+            if dev.type == "cuda":
+                return str(dev)
+    return None
+
+
+def _cuda_name(device) -> str:
+    """The device a ``.cuda(device)`` call sends to: an index, a name or the current CUDA device."""
+    import torch
+
+    return str(torch.device("cuda", device) if isinstance(device, int) else torch.device(device or "cuda"))

@@ -21,8 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-# The known mistakes, and the names the labs and tests use, live in raylab.hint_rules.
-from raylab.hint_rules import PREFIX, RULES, Hint, Rule, chain, lab_title  # noqa: F401
+from raylab.hint_rules import RULES, Hint, chain
 
 
 def hints_for(exc: BaseException) -> list[Hint]:

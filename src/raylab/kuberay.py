@@ -10,12 +10,14 @@ KubeRay as an engineering review of real artefacts, so this module provides:
   ``path: message`` problems;
 * :func:`operator_problems`: a few checks the KubeRay operator itself makes after the API server
   accepted the object;
-* readers for review code, from :mod:`raylab.kuberay_groups` and importable from here:
-  :func:`worker_groups`, :func:`head_group` (the Ray resources each Pod gives Ray, worked out the
-  way KubeRay does, and the Pod's volume mounts), :func:`parse_quantity` and :func:`tolerates`.
+* :func:`cluster_spec_and_path`: the RayCluster spec of a RayCluster or a RayJob.
 
-The vocabulary of the lab's plan review (:class:`Plan`, :class:`NodeGroup`, :class:`Finding`,
-:data:`FINDING_CODES`) is in :mod:`raylab.plan_review` and importable from here.
+Readers for review code live in :mod:`raylab.kuberay_groups`: :func:`worker_groups`,
+:func:`head_group` (the Ray resources each Pod gives Ray, worked out the way KubeRay does, and the
+Pod's volume mounts), :func:`parse_quantity` and :func:`tolerates`. The CRD schemas and their
+errors in words are :mod:`raylab.kuberay_schema`. The vocabulary of the lab's plan review
+(:class:`Plan`, :class:`NodeGroup`, :class:`Finding`, :data:`FINDING_CODES`) is in
+:mod:`raylab.plan_review`.
 
 What the offline validation does *not* do: evaluate the CRDs' CEL rules
 (``x-kubernetes-validations``), run admission webhooks, or check that images, PVCs, service
@@ -29,11 +31,9 @@ from pathlib import Path
 
 import yaml
 
-# The CRD schemas and the wording of their errors are raylab.kuberay_schema's job; lab 08's cells
-# and the tests reach them through here.
-from raylab.kuberay_schema import (  # noqa: F401
-    CRD_DIR, CRD_FILES, SchemaProblem, _problems_from_error, _validator, crd, crd_schema,
-    format_path, format_problems, served_versions)
+from raylab.kuberay_schema import (
+    CRD_FILES, SchemaProblem, _problems_from_error, _validator, format_path, format_problems,
+    served_versions)
 
 KUBERAY_VERSION = "v1.7.0"
 API_GROUP = "ray.io"
@@ -61,6 +61,15 @@ def load_manifest(source) -> dict:
     if not isinstance(docs[0], dict):
         raise ValueError(f"a manifest is a YAML mapping, got {type(docs[0]).__name__}")
     return docs[0]
+
+
+def cluster_spec_and_path(m: dict) -> tuple[dict, list]:
+    """The RayCluster spec of a loaded manifest and its path: ``spec`` of a RayCluster,
+    ``spec.rayClusterSpec`` of a RayJob."""
+    spec = m.get("spec") or {}
+    if m.get("kind") == "RayJob":
+        return spec.get("rayClusterSpec") or {}, ["spec", "rayClusterSpec"]
+    return spec, ["spec"]
 
 
 def example_names() -> list[str]:
@@ -142,7 +151,7 @@ def operator_problems(manifest) -> list[SchemaProblem]:
         problems.append(SchemaProblem("metadata.name",
                                       f"KubeRay wants a DNS-1035 label (start with a letter, no "
                                       f"'.'), got {name!r}"))
-    spec, prefix = _cluster_spec_and_path(m)
+    spec, prefix = cluster_spec_and_path(m)
     groups = [(prefix + ["headGroupSpec"], spec.get("headGroupSpec") or {})]
     groups += [(prefix + ["workerGroupSpecs", i], g)
                for i, g in enumerate(spec.get("workerGroupSpecs") or [])]
@@ -161,12 +170,3 @@ def operator_problems(manifest) -> list[SchemaProblem]:
                                           f"minReplicas {lo} is greater than maxReplicas {hi}"))
     return problems
 
-
-# Reading the groups of a manifest is raylab.kuberay_groups' job, and the plan review vocabulary
-# lives in raylab.plan_review; lab 08's cells reach both through here.
-from raylab.kuberay_groups import (  # noqa: E402,F401
-    SHARED_VOLUME_KINDS, GroupInfo, _cluster_spec_and_path, head_group, parse_quantity,
-    pod_mounts, pod_ray_resources, pod_requests, pod_tolerations, ray_cluster_spec, tolerates,
-    worker_groups)
-from raylab.plan_review import (  # noqa: E402,F401
-    FINDING_CODES, Finding, NodeGroup, Plan, default_worker_group_start_timeout_s, example_plan)

@@ -1,14 +1,16 @@
 """Reading a KubeRay manifest's Pod groups the way KubeRay does: the Ray resources each Pod gives
 Ray, what it asks the Kubernetes scheduler for, its volume mounts and tolerations.
 
-Loading and schema-validating a manifest is :mod:`raylab.kuberay`'s job (it re-exports these
-readers, so lab 08's cells use ``raylab.kuberay.worker_groups`` and friends).
+Loading and schema-validating a manifest is :mod:`raylab.kuberay`'s job; this module reads what it
+loaded (lab 08's cells import these readers from here).
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
+
+from raylab.kuberay import cluster_spec_and_path, load_manifest
 
 # Volume kinds whose data outlives a Pod and can be mounted by Pods on several nodes (for a PVC,
 # only with a ReadWriteMany volume such as EFS: the access mode lives in the PVC, not here).
@@ -39,16 +41,9 @@ def parse_quantity(value) -> float:
     return number * _SUFFIX[suffix]
 
 
-def _cluster_spec_and_path(m: dict) -> tuple[dict, list]:
-    spec = m.get("spec") or {}
-    if m.get("kind") == "RayJob":
-        return spec.get("rayClusterSpec") or {}, ["spec", "rayClusterSpec"]
-    return spec, ["spec"]
-
-
 def ray_cluster_spec(manifest) -> dict:
     """The RayCluster spec: ``spec`` of a RayCluster, ``spec.rayClusterSpec`` of a RayJob."""
-    return _cluster_spec_and_path(_load(manifest))[0]
+    return cluster_spec_and_path(load_manifest(manifest))[0]
 
 
 def _ray_container(group_spec: dict) -> dict:
@@ -179,9 +174,3 @@ def worker_groups(manifest) -> list[GroupInfo]:
     spec = ray_cluster_spec(manifest)
     return [_group_info(g.get("groupName", f"group-{i}"), g, head=False)
             for i, g in enumerate(spec.get("workerGroupSpecs") or [])]
-
-
-def _load(manifest) -> dict:
-    from raylab.kuberay import load_manifest  # kuberay imports this module: import late
-
-    return load_manifest(manifest)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from raylab.kuberay import load_example
+
 FINDING_CODES = {
     "BUNDLE_TOO_BIG": "no worker group's Pod offers the Ray resources of one Train worker bundle",
     "MAX_REPLICAS_TOO_LOW": "the worker groups' maxReplicas cannot host every worker of every "
@@ -141,8 +143,6 @@ def example_plan() -> Plan:
     """
     import ray.train
     import ray.tune
-
-    from raylab.kuberay import load_example
 
     return Plan(
         rayjob=load_example("rayjob_tune_gpu.yaml"),

@@ -22,7 +22,7 @@ import sys
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-from raylab import ckpt
+from raylab import child_process, ckpt
 
 pytestmark = pytest.mark.slow
 # Covers the module fixture's cluster start and Train run too, whichever test comes first.
@@ -258,7 +258,7 @@ def report_run(train_cluster, tmp_path_factory):
 
     storage = tmp_path_factory.mktemp("report-run")
     env = {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "8", "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S": "1"}
-    run = ckpt.run_in_child(lambda: _run_report_patterns(str(storage)), timeout_s=240, env=env,
+    run = child_process.run_in_child(lambda: _run_report_patterns(str(storage)), timeout_s=240, env=env,
                             log_to_driver=True)
     assert not run.timed_out and run.error is None, (run.error, run.output[-3000:])
     return {"child": run.value, "output": run.output, "result": Result.from_path(str(storage / "report")),

@@ -265,7 +265,7 @@ def _cell_source(lab: str, grade_id: str) -> str:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("answer", sorted(BUILD_TUNER_ANSWERS))
 def test_lab06_build_tuner_tests_judge_behaviour(train_cluster, tmp_path, monkeypatch, answer):
-    from raylab.checks import CheckFailed
+    from raylab.checks.common import CheckFailed
     from raylab.cluster import Lab
 
     monkeypatch.setenv("RAYLAB_SCRATCH", str(tmp_path))

@@ -25,7 +25,7 @@ import sys
 import pytest
 from ray import cloudpickle as _cloudpickle
 
-from raylab import ckpt
+from raylab import child_process, ckpt
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT = pytest.mark.timeout(300)
@@ -286,7 +286,7 @@ def _controller_then_worker_retries(storage):
 @pytest.mark.timeout(480)  # 20 s on a quiet machine; 224 s was measured with a load of 30 on 2 cores
 def test_c24_c25_retry_counters_are_independent_and_add_up(train_cluster, tmp_path):
     env = {"RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "2"}
-    run = ckpt.run_in_child(lambda: _controller_then_worker_retries(str(tmp_path)), timeout_s=400,
+    run = child_process.run_in_child(lambda: _controller_then_worker_retries(str(tmp_path)), timeout_s=400,
                             env=env, log_to_driver=True)
     assert not run.timed_out and run.error is None, (run.error, run.output[-3000:])
     assert run.value["error"] == "None", run.value  # fit() returned
@@ -328,7 +328,7 @@ def _local_mode_run():
 def test_local_mode_num_workers_0_has_other_result_semantics():
     # Labs 03 and 04 check training functions in local mode first: one process, no ray.init,
     # Result.metrics = the last report (not the latest checkpoint's), nothing persisted.
-    run = ckpt.run_in_child(_local_mode_run, timeout_s=120, connect=False)
+    run = child_process.run_in_child(_local_mode_run, timeout_s=120, connect=False)
     assert run.error is None, (run.error, run.output[-2000:])
     assert run.value == {"ray_initialized": False, "metrics": {"step": 1, "kind": "metrics only"},
                          "checkpoint": None, "path": None}

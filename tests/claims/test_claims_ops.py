@@ -11,7 +11,7 @@ import os
 import pytest
 
 from grader.proof import mutants
-from raylab import kuberay
+from raylab import kuberay, plan_review
 
 LAB = "08_operating_on_kuberay"
 START_TIMEOUT_VAR = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
@@ -19,7 +19,7 @@ START_TIMEOUT_VAR = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 def _review(plan) -> set:
     """The lab's reference reviewer (its solution cell), applied to ``plan``: the set of codes."""
-    namespace = {"proposal": kuberay.example_plan()}
+    namespace = {"proposal": plan_review.example_plan()}
     exec(mutants.answer_sources(LAB)["review_plan_answer"], namespace)  # noqa: S102 - our own solution
     return {f.code for f in namespace["review_plan"](plan)}
 
@@ -33,20 +33,20 @@ def test_c41_a_schema_valid_manifest_can_still_fail_the_ray_and_kuberay_layers()
     from ray.train import ScalingConfig
     from ray.tune import TuneConfig
 
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     assert kuberay.validate_manifest(plan.rayjob) == []  # the API server would accept it
     assert _review(plan) == set()
     plan.scaling_config = ScalingConfig(num_workers=2, use_gpu=True,
                                         resources_per_worker={"CPU": 12, "GPU": 1})
     assert kuberay.validate_manifest(plan.rayjob) == []
     assert _review(plan) == {"BUNDLE_TOO_BIG"}  # Ray layer vs the Pod shape
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     plan.tune_config = TuneConfig(max_concurrent_trials=4)  # 8 bundles, maxReplicas 6
     assert _review(plan) == {"MAX_REPLICAS_TOO_LOW"}  # KubeRay's worker-group limit
 
 
 def test_c41_the_head_pod_must_fit_a_nodes_allocatable_capacity():
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     head = plan.rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     head["resources"] = {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
     assert kuberay.validate_manifest(plan.rayjob) == []  # the API server accepts it ...
@@ -56,11 +56,11 @@ def test_c41_the_head_pod_must_fit_a_nodes_allocatable_capacity():
 def test_c43_autoscaling_needs_gpu_supply_and_explicit_limits():
     from ray.train import FailureConfig
 
-    plan = kuberay.example_plan()
-    plan.node_groups = [kuberay.NodeGroup("cpu", "m5.4xlarge", cpus=16, gpus=0, max_nodes=20,
+    plan = plan_review.example_plan()
+    plan.node_groups = [plan_review.NodeGroup("cpu", "m5.4xlarge", cpus=16, gpus=0, max_nodes=20,
                                           allocatable_cpu=15.89, allocatable_memory_gib=58.0)]
     assert _review(plan) == {"NO_GPU_GROUP"}  # no autoscaler can add a GPU no node group has
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     plan.failure_config = FailureConfig(max_failures=2)
     assert _review(plan) == {"RETRIES_EXCEED_DEADLINE"}
     plan.rayjob["spec"].pop("activeDeadlineSeconds")
@@ -73,7 +73,7 @@ def test_c25_default_retry_limits_never_fit_a_deadline():
     defaults = FailureConfig()
     assert (defaults.max_failures, defaults.controller_failure_limit,
             defaults.max_preemption_failures) == (0, -1, -1)
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     plan.failure_config = defaults
     assert _review(plan) == {"RETRIES_EXCEED_DEADLINE"}
     plan.failure_config = FailureConfig(max_failures=2, controller_failure_limit=2,
@@ -88,19 +88,19 @@ def test_c25_default_retry_limits_never_fit_a_deadline():
 
 
 def test_c22_storage_path_must_be_shared_by_every_pod():
-    assert _review(kuberay.example_plan()) == set()  # RWX PVC on head and workers
+    assert _review(plan_review.example_plan()) == set()  # RWX PVC on head and workers
     for path in ("s3://team-bucket/results", "/mnt/results/run-3"):
-        plan = kuberay.example_plan()
+        plan = plan_review.example_plan()
         plan.storage_path = path
         assert _review(plan) == set(), path
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     plan.rayjob["spec"]["shutdownAfterJobFinishes"] = False
     plan.storage_path = "/tmp/ray_results"
     assert _review(plan) == {"POD_LOCAL_STORAGE"}
 
 
 def test_c44_deleting_the_cluster_with_results_in_its_pods_is_flagged():
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     assert plan.rayjob["spec"]["shutdownAfterJobFinishes"] is True
     plan.storage_path = "/tmp/ray_results"
     assert _review(plan) == {"POD_LOCAL_STORAGE", "DELETED_BEFORE_PERSISTED"}

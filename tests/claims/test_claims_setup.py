@@ -43,7 +43,7 @@ def test_c32_logical_resources_and_object_store_are_not_os_limits():
 def test_c32_object_store_minimum_is_enforced():
     import ray
 
-    from raylab.cluster import descendant_pids, kill_processes, new_descendants
+    from raylab.processes import descendant_pids, kill_processes, new_descendants
 
     before = descendant_pids()
     try:
@@ -110,7 +110,7 @@ import nbformat
 import raylab
 from grader.grading import course
 from grader.proof import mutants
-from raylab.checks import CheckFailed
+from raylab.checks.common import CheckFailed
 
 lab = "00_lab_setup"
 cells = {c.metadata["nbgrader"]["grade_id"]: c.source

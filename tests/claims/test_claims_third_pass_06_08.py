@@ -18,7 +18,9 @@ import time
 import pytest
 
 from raylab import plan_review, retry_budget
-from raylab.kuberay import example_plan, validate_manifest, worker_groups
+from raylab.kuberay import validate_manifest
+from raylab.kuberay_groups import worker_groups
+from raylab.plan_review import example_plan
 
 
 def test_announced_preemption_deadline_is_waited_for_beyond_120_s():

@@ -12,7 +12,7 @@ from grader.grading import feedback_guard, nbgrader_ext, submission_check, tampe
 
 def _nb(answer: str, *extra):
     return authoring.new_notebook([
-        authoring.make_cell("code", "setup", "import math\nfrom raylab.checks import check_thing"),
+        authoring.make_cell("code", "setup", "import math\nfrom raylab.checks.common import check_thing"),
         authoring.make_cell("answer", "double_answer", answer),
         authoring.make_cell("tests", "double_tests", "assert math.isclose(double(2), 4)\ncheck_thing(double)", points=1),
         *extra,
@@ -96,7 +96,7 @@ def test_toolbox_imports_are_flagged_for_their_risky_members_only():
 
 
 def test_course_cells_and_re_imports_are_not_the_learners():
-    nb = _nb("import math\nfrom raylab.checks import check_thing\ndef double(x):\n    return 2 * x")
+    nb = _nb("import math\nfrom raylab.checks.common import check_thing\ndef double(x):\n    return 2 * x")
     assert tamper_scan.flags(nb) == []
 
 

@@ -10,7 +10,7 @@ SOURCE = "check(a)\ncheck(b)\n### BEGIN HIDDEN TESTS\ncheck(c)\n### END HIDDEN T
 def _tb(line):  # an IPython traceback as nbclient stores it, colours included
     return ["\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
             f"Cell \x1b[0;32mIn[7], line {line}\x1b[0m\n\x1b[1;32m----> {line}\x1b[0m check(...)",
-            "File \x1b[0;32m/x/raylab/checks.py:40\x1b[0m, in \x1b[0;36mcheck\x1b[0;34m(cond)\x1b[0m"]
+            "File \x1b[0;32m/x/raylab/checks/common.py:40\x1b[0m, in \x1b[0;36mcheck\x1b[0;34m(cond)\x1b[0m"]
 
 
 def test_a_failure_above_the_hidden_marker_is_visible():

@@ -167,7 +167,7 @@ def test_a_trimmed_copy_can_leave_out_a_given_subset():
 def _two_exercises():
     return _nb(("x_setup", "import raylab"),
                ("a_answer", "def fa():\n    return 1", "answer"),
-               ("a_tests", "from raylab.checks import check\nassert fa() == 1", "tests"),
+               ("a_tests", "from raylab.checks.common import check\nassert fa() == 1", "tests"),
                ("demo_b", "made_for_b = 3"),
                ("b_answer", "def fb():\n    return made_for_b", "answer"),
                ("b_tests", "assert fb() == 3", "tests"),

@@ -1,9 +1,9 @@
-"""raylab.capstone_checks.early_stopping_scheduler: the scheduler a Tune experiment ran with."""
+"""raylab.checks.capstone.early_stopping_scheduler: the scheduler a Tune experiment ran with."""
 import ray.cloudpickle
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
-from raylab.capstone_checks import early_stopping_scheduler
+from raylab.checks.capstone import early_stopping_scheduler
 
 
 def _experiment(tmp_path, tune_config):

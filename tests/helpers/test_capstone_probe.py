@@ -1,4 +1,4 @@
-"""The capstone's worker probe (raylab.capstone_probe): what it counts, in a process of its own
+"""The capstone's worker probe (raylab.checks.capstone_probe): what it counts, in a process of its own
 (install() patches PyTorch and ray.train for the whole process)."""
 import json
 import os
@@ -6,12 +6,14 @@ import subprocess
 import sys
 import textwrap
 
-from raylab import capstone_probe, running_example
+from raylab import running_example
+from raylab.checks import capstone_probe
 
 WATCH = textwrap.dedent("""
     import json, os, sys
     import torch
-    from raylab import capstone_probe, running_example
+    from raylab import running_example
+    from raylab.checks import capstone_probe
     capstone_probe.install()
     x, _ = running_example.load_split(os.environ["RAYLAB_CAPSTONE_TRAIN_SPLIT"])
     model = running_example.build_model(hidden=8)
@@ -50,7 +52,7 @@ def test_counts_distinct_training_rows_of_training_passes_per_report(tmp_path):
 
 def test_without_its_variables_install_changes_nothing(tmp_path):
     code = ("import torch; f = torch.nn.Linear.forward\n"
-            "from raylab import capstone_probe; capstone_probe.install()\n"
+            "from raylab.checks import capstone_probe; capstone_probe.install()\n"
             "assert torch.nn.Linear.forward is f")
     env = {k: v for k, v in os.environ.items()
            if k not in (capstone_probe.PROBE_DIR_VAR, capstone_probe.TRAIN_SPLIT_VAR)}
@@ -61,7 +63,7 @@ def test_without_its_variables_install_changes_nothing(tmp_path):
 def test_job_config_names_the_hook_and_records_skip_workers_that_never_reported(tmp_path):
     env = capstone_probe.job_config_env(str(tmp_path), "/data/train.npz")
     runtime_env = json.loads(env["RAY_JOB_CONFIG_JSON_ENV_VAR"])["runtime_env"]
-    assert runtime_env["worker_process_setup_hook"] == "raylab.capstone_probe.install"
+    assert runtime_env["worker_process_setup_hook"] == "raylab.checks.capstone_probe.install"
     assert runtime_env["env_vars"][capstone_probe.TRAIN_SPLIT_VAR] == "/data/train.npz"
     (tmp_path / "1.json").write_text(json.dumps({"rank": 0, "reports": 2, "train_rows": 1000}))
     (tmp_path / "2.json").write_text(json.dumps({"rank": 1, "reports": 0, "train_rows": 0}))
@@ -76,7 +78,7 @@ def test_install_imports_nothing_heavy_and_patches_pytorch_and_ray_train_when_th
     splits = running_example.write_splits(tmp_path / "data")
     code = textwrap.dedent("""
         import json, sys
-        from raylab import capstone_probe
+        from raylab.checks import capstone_probe
         capstone_probe.install()
         before = sorted(m for m in ("torch", "numpy", "ray.train") if m in sys.modules)
         import torch

@@ -1,15 +1,17 @@
 """The capstone probe's record of which training rows a worker took in its last epoch and of the
-held-out rows it trained on (raylab.capstone_probe), and the check that compares the workers of one
-run (raylab.capstone_checks.shared_parts). In a process of its own: install() patches PyTorch."""
+held-out rows it trained on (raylab.checks.capstone_probe), and the check that compares the workers of one
+run (raylab.checks.capstone.shared_parts). In a process of its own: install() patches PyTorch."""
 import json
 import textwrap
 
-from raylab import capstone_checks, capstone_probe
+from raylab.checks import capstone as capstone_checks
+from raylab.checks import capstone_probe
 
 WATCH = textwrap.dedent("""
     import json, os
     import torch
-    from raylab import capstone_probe, running_example
+    from raylab import running_example
+    from raylab.checks import capstone_probe
     capstone_probe.install()
     folder = os.path.dirname(os.environ["RAYLAB_CAPSTONE_TRAIN_SPLIT"])
     x, _ = running_example.load_split(os.path.join(folder, "train.npz"))

@@ -1,11 +1,12 @@
-"""raylab.driver_checks and raylab.diagrams: bounded calls of a learner's driver, folder tests,
+"""raylab.checks.driver and raylab.diagrams: bounded calls of a learner's driver, folder tests,
 the Train-run picture (pure Python; the real cluster path runs in lab 01's round trip)."""
 import os
 
 import pytest
 
-from raylab import diagrams, driver_checks
-from raylab.checks import CheckFailed
+from raylab import diagrams
+from raylab.checks import driver as driver_checks
+from raylab.checks.common import CheckFailed
 
 
 def test_path_is_under_resolves_links_and_rejects_uris_and_siblings(tmp_path):
@@ -22,7 +23,7 @@ def test_path_is_under_resolves_links_and_rejects_uris_and_siblings(tmp_path):
 
 
 def test_run_bounded_turns_errors_into_checks_and_restores_the_environment(monkeypatch):
-    import raylab.capstone_checks as cc
+    import raylab.checks.capstone as cc
 
     monkeypatch.setattr(cc, "actor_ids", lambda: set())
     monkeypatch.setattr(cc, "worker_group_sizes", lambda exclude=(): [2])
@@ -67,7 +68,7 @@ def test_train_run_picture_names_every_process():
 
 
 def test_run_bounded_hints_at_none_metrics_too(monkeypatch):
-    import raylab.capstone_checks as cc
+    import raylab.checks.capstone as cc
 
     monkeypatch.setattr(cc, "actor_ids", lambda: set())
 

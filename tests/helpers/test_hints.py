@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from raylab import hints
+from raylab import hint_rules, hints
 
 FULL = os.environ.get("RAYLAB_HINTS_FULL") == "1"
 
@@ -53,7 +53,7 @@ def test_every_matcher_runs_without_raising():
     samples = [ValueError("x"), RuntimeError(""), AttributeError("'str' object has no attribute 'value'"),
                _raise_from_file("/site-packages/ray/tune/impl/x.py", AttributeError("'str' object has no attribute 'value'")),
                _raise_from_file("/site-packages/ray/train/v2/x.py", FileNotFoundError("Failed to open local file"))]
-    for rule in hints.RULES:
+    for rule in hint_rules.RULES:
         for exc in samples:
             assert rule.match(exc) in (True, False), rule.hint.key
     assert _keys(samples[3]) == ["train_runconfig_in_tuner"]
@@ -136,7 +136,7 @@ def test_validation_without_checkpoint_hint_local_mode():
 def test_object_store_below_minimum_hint():
     import ray
 
-    from raylab.cluster import descendant_pids, kill_processes, new_descendants
+    from raylab.processes import descendant_pids, kill_processes, new_descendants
 
     before = descendant_pids()
     exc = _raised(lambda: ray.init(address="local", num_cpus=1, include_dashboard=False,
@@ -219,15 +219,15 @@ def test_chain_follows_causes_and_survives_cycles():
     outer = RuntimeError("wrapper")
     outer.__cause__ = inner
     inner.__context__ = outer  # a cycle must not loop forever
-    assert [type(e) for e in hints.chain(outer)] == [RuntimeError, ValueError]
+    assert [type(e) for e in hint_rules.chain(outer)] == [RuntimeError, ValueError]
     assert _keys(outer) == ["validation_without_checkpoint"]
 
 
 def test_every_hint_names_a_known_lab_and_prints_to_stdout(capsys):
-    for rule in hints.RULES:
-        assert "(" in hints.lab_title(rule.hint.lab), rule.hint.key  # a lab folder of the course
-        assert rule.hint.render().startswith(hints.PREFIX)
-    assert len({r.hint.key for r in hints.RULES}) == len(hints.RULES)
+    for rule in hint_rules.RULES:
+        assert "(" in hint_rules.lab_title(rule.hint.lab), rule.hint.key  # a lab folder of the course
+        assert rule.hint.render().startswith(hint_rules.PREFIX)
+    assert len({r.hint.key for r in hint_rules.RULES}) == len(hint_rules.RULES)
     hints.explain(DeprecationWarning("`ray.train.ScalingConfig(trainer_resources)` is deprecated."))
     out, err = capsys.readouterr()
     assert "[raylab hint]" in out and err == ""
@@ -424,7 +424,7 @@ def test_workshop_guide_lists_every_hint():
     from grader.grading import course
 
     guide = (course.ROOT / "docs" / "workshop.md").read_text()
-    missing = [r.hint.key for r in hints.RULES if f"`{r.hint.key}`" not in guide]
+    missing = [r.hint.key for r in hint_rules.RULES if f"`{r.hint.key}`" not in guide]
     assert not missing, f"docs/workshop.md troubleshooting table lacks {missing}"
 
 
@@ -432,8 +432,8 @@ def test_lab_titles_come_from_the_lab_folders():
     from grader.authoring import lab_status
 
     for lab in lab_status.finished_labs():  # a lab in progress has no learner folder yet
-        assert hints.lab_title(lab[:2]) == f"lab {lab[:2]} ({lab})"
-    assert hints.lab_title("77") == "lab 77"
+        assert hint_rules.lab_title(lab[:2]) == f"lab {lab[:2]} ({lab})"
+    assert hint_rules.lab_title("77") == "lab 77"
 
 
 def test_install_then_uninstall_restores_the_previous_excepthook():

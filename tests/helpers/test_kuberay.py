@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 
-from raylab import kuberay
+from raylab import kuberay, kuberay_groups, kuberay_schema, plan_review
 
 CLEAN = "rayjob_tune_gpu.yaml"
 
@@ -30,16 +30,16 @@ def _worker(m, i=0):
 
 # ---- the vendored data ---------------------------------------------------------------------
 def test_crds_are_vendored_next_to_the_module_unchanged():
-    readme = (kuberay.CRD_DIR / "README.md").read_text()
+    readme = (kuberay_schema.CRD_DIR / "README.md").read_text()
     assert "v1.7.0" in readme and kuberay.KUBERAY_VERSION == "v1.7.0"
-    for kind, name in kuberay.CRD_FILES.items():
-        path = kuberay.CRD_DIR / name
-        assert path.parent == kuberay.CRD_DIR and path.exists()
+    for kind, name in kuberay_schema.CRD_FILES.items():
+        path = kuberay_schema.CRD_DIR / name
+        assert path.parent == kuberay_schema.CRD_DIR and path.exists()
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         assert digest in readme, f"{name} differs from the copy the README records"
-        crd = kuberay.crd(kind)
+        crd = kuberay_schema.crd(kind)
         assert crd["kind"] == "CustomResourceDefinition" and crd["spec"]["names"]["kind"] == kind
-        assert kuberay.served_versions(kind) == {"v1": False, "v1alpha1": True}
+        assert kuberay_schema.served_versions(kind) == {"v1": False, "v1alpha1": True}
 
 
 def test_examples_ship_with_the_package_and_parse():
@@ -154,9 +154,9 @@ def test_load_manifest_accepts_dict_path_and_text_but_one_document():
 
 
 def test_format_path_quotes_keys_with_dots_and_slashes():
-    assert kuberay.format_path(["spec", "workerGroupSpecs", 0, "maxReplicas"]) == \
+    assert kuberay_schema.format_path(["spec", "workerGroupSpecs", 0, "maxReplicas"]) == \
         "spec.workerGroupSpecs[0].maxReplicas"
-    assert kuberay.format_path(["limits", "nvidia.com/gpu"]) == "limits['nvidia.com/gpu']"
+    assert kuberay_schema.format_path(["limits", "nvidia.com/gpu"]) == "limits['nvidia.com/gpu']"
 
 
 def test_operator_problems_catch_what_the_schema_allows():
@@ -177,58 +177,58 @@ def test_operator_problems_catch_what_the_schema_allows():
                                          ("8Gi", 8 * 2**30), ("1k", 1000.0), ("1e3", 1000.0),
                                          ("100Mi", 100 * 2**20), ("+2", 2.0)])
 def test_parse_quantity(text, value):
-    assert kuberay.parse_quantity(text) == pytest.approx(value)
+    assert kuberay_groups.parse_quantity(text) == pytest.approx(value)
 
 
 @pytest.mark.parametrize("bad", ["8 cores", "", "Gi", True])
 def test_parse_quantity_rejects_non_quantities(bad):
     with pytest.raises(ValueError):
-        kuberay.parse_quantity(bad)
+        kuberay_groups.parse_quantity(bad)
 
 
 def test_pod_ray_resources_follow_kuberay_precedence():
     g = copy.deepcopy(_worker(_clean()))
-    assert kuberay.pod_ray_resources(g) == {"CPU": 8.0, "GPU": 1.0}  # from the container limits
+    assert kuberay_groups.pod_ray_resources(g) == {"CPU": 8.0, "GPU": 1.0}  # from the container limits
     g["rayStartParams"] = {"num-cpus": "6", "num-gpus": "0"}
-    assert kuberay.pod_ray_resources(g) == {"CPU": 6.0, "GPU": 0.0}  # rayStartParams win
+    assert kuberay_groups.pod_ray_resources(g) == {"CPU": 6.0, "GPU": 0.0}  # rayStartParams win
     g["resources"] = {"CPU": "3", "GPU": "1"}
-    assert kuberay.pod_ray_resources(g) == {"CPU": 3.0, "GPU": 1.0}  # the group field wins
+    assert kuberay_groups.pod_ray_resources(g) == {"CPU": 3.0, "GPU": 1.0}  # the group field wins
     g = copy.deepcopy(_worker(_clean()))
     res = g["template"]["spec"]["containers"][0]["resources"]
     del res["limits"]["cpu"]
     res["requests"]["cpu"] = "1500m"
-    assert kuberay.pod_ray_resources(g)["CPU"] == 2.0  # requests when no limit, rounded up
+    assert kuberay_groups.pod_ray_resources(g)["CPU"] == 2.0  # requests when no limit, rounded up
     del res["requests"]["cpu"]
-    assert kuberay.pod_ray_resources(g)["CPU"] == 0.0  # declared nowhere
+    assert kuberay_groups.pod_ray_resources(g)["CPU"] == 0.0  # declared nowhere
 
 
 def test_group_readers_and_mounts():
     m = _clean()
-    head, [workers] = kuberay.head_group(m), kuberay.worker_groups(m)
+    head, [workers] = kuberay_groups.head_group(m), kuberay_groups.worker_groups(m)
     assert head.ray_resources == {"CPU": 3.0, "GPU": 0.0}
     assert head.requests == {"cpu": 3.0, "memory": 12 * 2**30}
     assert workers.requests == {"cpu": 8.0, "memory": 32 * 2**30}
-    assert not kuberay.tolerates(head, "nvidia.com/gpu") and kuberay.tolerates(workers, "nvidia.com/gpu")
+    assert not kuberay_groups.tolerates(head, "nvidia.com/gpu") and kuberay_groups.tolerates(workers, "nvidia.com/gpu")
     assert (workers.name, workers.min_replicas, workers.max_replicas) == ("gpu-workers", 0, 6)
     assert workers.mounts == head.mounts == {"/mnt/results": "persistentVolumeClaim"}
     cluster = kuberay.load_example("raycluster_cpu.yaml")
-    assert [(g.name, g.ray_resources["CPU"]) for g in kuberay.worker_groups(cluster)] == \
+    assert [(g.name, g.ray_resources["CPU"]) for g in kuberay_groups.worker_groups(cluster)] == \
         [("small", 2.0), ("large", 14.0)]
     pod = _worker(m)["template"]["spec"]
     pod["volumes"].append({"name": "scratch", "emptyDir": {}})
     pod["containers"][0]["volumeMounts"] += [{"name": "scratch", "mountPath": "/scratch"},
                                              {"name": "nowhere", "mountPath": "/x"}]
-    assert kuberay.pod_mounts(_worker(m)) == {"/mnt/results": "persistentVolumeClaim",
+    assert kuberay_groups.pod_mounts(_worker(m)) == {"/mnt/results": "persistentVolumeClaim",
                                               "/scratch": "emptyDir", "/x": "unknown"}
 
 
 # ---- the plan vocabulary -------------------------------------------------------------------
 def test_finding_codes_are_stable_identifiers():
-    assert set(kuberay.FINDING_CODES) == {
+    assert set(plan_review.FINDING_CODES) == {
         "BUNDLE_TOO_BIG", "MAX_REPLICAS_TOO_LOW", "NO_GPU_GROUP", "POD_LOCAL_STORAGE",
         "DELETED_BEFORE_PERSISTED", "RETRIES_EXCEED_DEADLINE", "NO_DEADLINE", "HEAD_DOES_NOT_FIT"}
-    assert all(re.fullmatch(r"[A-Z_]+", c) for c in kuberay.FINDING_CODES)
-    f = kuberay.Finding("NO_DEADLINE", "no deadline")
+    assert all(re.fullmatch(r"[A-Z_]+", c) for c in plan_review.FINDING_CODES)
+    f = plan_review.Finding("NO_DEADLINE", "no deadline")
     assert f.code == "NO_DEADLINE" and tuple(f) == ("NO_DEADLINE", "no deadline")
 
 
@@ -236,7 +236,7 @@ def test_example_plan_uses_real_ray_objects_and_is_fresh_each_time():
     import ray.train
     import ray.tune
 
-    a, b = kuberay.example_plan(), kuberay.example_plan()
+    a, b = plan_review.example_plan(), plan_review.example_plan()
     assert isinstance(a.scaling_config, ray.train.ScalingConfig)
     assert isinstance(a.failure_config, ray.train.FailureConfig)
     assert isinstance(a.tune_config, ray.tune.TuneConfig)
@@ -244,32 +244,32 @@ def test_example_plan_uses_real_ray_objects_and_is_fresh_each_time():
     assert b.rayjob["spec"]["activeDeadlineSeconds"] == 14400
     assert kuberay.validate_manifest(a.rayjob) == []
     with pytest.raises(ValueError, match="max_concurrent_trials"):
-        kuberay.Plan(rayjob=a.rayjob, scaling_config=a.scaling_config,
+        plan_review.Plan(rayjob=a.rayjob, scaling_config=a.scaling_config,
                      failure_config=a.failure_config, storage_path="/mnt/results",
                      tune_config=ray.tune.TuneConfig())
 
 
 def test_default_start_timeout_is_read_from_ray():
-    assert kuberay.default_worker_group_start_timeout_s() == 60.0
+    assert plan_review.default_worker_group_start_timeout_s() == 60.0
 
 
 def test_crd_schema_is_a_copy():
-    schema = kuberay.crd_schema("RayJob")
+    schema = kuberay_schema.crd_schema("RayJob")
     schema["properties"].clear()
-    assert "spec" in kuberay.crd_schema("RayJob")["properties"]
+    assert "spec" in kuberay_schema.crd_schema("RayJob")["properties"]
     with pytest.raises(KeyError):
-        kuberay.crd_schema("RayJob", "v2")
-    assert yaml.safe_dump(kuberay.crd_schema("RayCluster"))  # plain data
+        kuberay_schema.crd_schema("RayJob", "v2")
+    assert yaml.safe_dump(kuberay_schema.crd_schema("RayCluster"))  # plain data
 
 
 def test_pod_requests_default_to_limits_and_count_missing_as_zero():
     g = copy.deepcopy(_worker(_clean()))
     res = g["template"]["spec"]["containers"][0]["resources"]
     res.pop("requests")
-    assert kuberay.pod_requests(g) == {"cpu": 8.0, "memory": 32 * 2**30}  # Kubernetes: requests = limits
+    assert kuberay_groups.pod_requests(g) == {"cpu": 8.0, "memory": 32 * 2**30}  # Kubernetes: requests = limits
     res["requests"] = {"cpu": "500m"}
     res.pop("limits")
-    assert kuberay.pod_requests(g) == {"cpu": 0.5, "memory": 0.0}
+    assert kuberay_groups.pod_requests(g) == {"cpu": 0.5, "memory": 0.0}
 
 
 @pytest.mark.parametrize("tolerations, tolerated", [
@@ -283,15 +283,15 @@ def test_pod_requests_default_to_limits_and_count_missing_as_zero():
 def test_tolerates_matches_key_or_wildcard(tolerations, tolerated):
     g = copy.deepcopy(_worker(_clean()))
     g["template"]["spec"]["tolerations"] = tolerations
-    info = kuberay.worker_groups({"kind": "RayCluster", "spec": {"workerGroupSpecs": [g]}})[0]
-    assert kuberay.tolerates(info, "nvidia.com/gpu") is tolerated
+    info = kuberay_groups.worker_groups({"kind": "RayCluster", "spec": {"workerGroupSpecs": [g]}})[0]
+    assert kuberay_groups.tolerates(info, "nvidia.com/gpu") is tolerated
 
 
 def test_example_plan_head_fits_its_system_nodes_and_retries_fit_the_deadline():
     from raylab import retry_budget
 
-    plan = kuberay.example_plan()
-    head = kuberay.head_group(plan.rayjob)
+    plan = plan_review.example_plan()
+    head = kuberay_groups.head_group(plan.rayjob)
     system = [n for n in plan.node_groups if not n.taints]
     assert [n.instance_type for n in system] == ["m5.xlarge"]
     # The head must fit what a node offers Pods (allocatable), not the instance size.
@@ -307,6 +307,6 @@ def test_example_plan_head_fits_its_system_nodes_and_retries_fit_the_deadline():
 def test_plan_times_default_to_rays_own():
     from raylab import retry_budget
 
-    plan = kuberay.example_plan()
+    plan = plan_review.example_plan()
     assert plan.health_check_timeout_s == retry_budget.default_detection_s() == 600.0
     assert plan.preemption_wait_s == retry_budget.default_preemption_wait_s() == 120.0

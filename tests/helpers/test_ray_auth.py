@@ -189,7 +189,7 @@ def _stop_head(head):
         head.wait(timeout=30)
     except subprocess.TimeoutExpired:
         head.kill()
-    from raylab.cluster import kill_processes
+    from raylab.processes import kill_processes
 
     kill_processes([p for p in family if p.is_running()])
 

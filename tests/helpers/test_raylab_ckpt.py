@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from raylab import ckpt
+from raylab import child_process, ckpt
 
 
 def test_settings_merge_defaults_and_keep_extra_keys():
@@ -151,16 +151,16 @@ def _child_sleeps():
 
 
 def test_run_in_child_returns_value_in_another_process():
-    out = ckpt.run_in_child(_child_value, timeout_s=60, env={"RAYLAB_TEST_FLAG": "yes"}, connect=False)
+    out = child_process.run_in_child(_child_value, timeout_s=60, env={"RAYLAB_TEST_FLAG": "yes"}, connect=False)
     assert out.error is None and not out.timed_out
     assert out.value["pid"] != os.getpid() and out.value["env"] == "yes"
     assert "RAYLAB_TEST_FLAG" not in os.environ
 
 
 def test_run_in_child_reports_errors_and_time_limits():
-    out = ckpt.run_in_child(_child_error, timeout_s=60, connect=False)
+    out = child_process.run_in_child(_child_error, timeout_s=60, connect=False)
     assert out.value is None and out.error.startswith("KeyError")
     started = time.monotonic()
-    out = ckpt.run_in_child(_child_sleeps, timeout_s=3, connect=False)
+    out = child_process.run_in_child(_child_sleeps, timeout_s=3, connect=False)
     assert out.timed_out and "killed after 3" in out.error
     assert time.monotonic() - started < 30

@@ -2,8 +2,9 @@
 import pytest
 
 import raylab.capacity
+import raylab.checks.ddp_runs
 import raylab.ddp
-from raylab.checks import CheckFailed
+from raylab.checks.common import CheckFailed
 
 
 def _indices(subset):
@@ -69,10 +70,10 @@ def test_sampler_orders_pad_an_uneven_dataset_with_repeats():
 
 def test_check_per_rank_list():
     good = [{"rank": 0}, {"rank": 1}]
-    assert raylab.ddp.check_per_rank_list(good, 2) is good
+    assert raylab.checks.ddp_runs.check_per_rank_list(good, 2) is good
     for bad in (None, {"rank": 0}, [{"rank": 0}], [{"rank": 0}, None]):
         with pytest.raises(CheckFailed, match="one diagnostics dict per rank"):
-            raylab.ddp.check_per_rank_list(bad, 2)
+            raylab.checks.ddp_runs.check_per_rank_list(bad, 2)
 
 
 def test_capacity_rejects_unknown_strategies_before_starting_anything():
@@ -98,6 +99,6 @@ def test_fit_and_collect_turns_a_worker_error_into_a_check_failure(tmp_path):
     raylab.start_cluster(quiet=True)
     try:
         with pytest.raises(CheckFailed, match="rank 1: .*rank one is broken on purpose"):
-            raylab.ddp.fit_and_collect(broken, {}, storage_path=str(tmp_path), timeout_s=30)
+            raylab.checks.ddp_runs.fit_and_collect(broken, {}, storage_path=str(tmp_path), timeout_s=30)
     finally:
         assert raylab.stop_cluster() == []

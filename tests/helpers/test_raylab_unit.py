@@ -8,7 +8,8 @@ import time
 import pytest
 
 import raylab
-from raylab import checks, data, env, models, sandbox
+from raylab import child_process, data, env, models
+from raylab.checks import common as checks
 
 
 def test_version_is_pinned_to_the_ray_release():
@@ -94,7 +95,7 @@ def test_grading_mode_follows_nbgrader_variable(monkeypatch):
 
 
 def test_run_snippet_returns_output_and_env():
-    res = sandbox.run_snippet("import os; print(os.environ['RAYLAB_T'])", timeout_s=30,
+    res = child_process.run_snippet("import os; print(os.environ['RAYLAB_T'])", timeout_s=30,
                               env={"RAYLAB_T": "hello"})
     assert res.returncode == 0 and res.stdout.strip() == "hello" and not res.timed_out
 
@@ -108,7 +109,7 @@ def test_run_snippet_kills_the_whole_process_group_at_the_limit(tmp_path):
         time.sleep(600)
     """
     start = time.monotonic()
-    res = sandbox.run_snippet(code, timeout_s=3)
+    res = child_process.run_snippet(code, timeout_s=3)
     assert res.timed_out and time.monotonic() - start < 20
     child = int(pidfile.read_text())
     deadline = time.monotonic() + 5
@@ -143,7 +144,7 @@ def test_route_stderr_to_stdout_moves_python_and_fd_level_writes():
         sys.stdout.flush()
         os.write(2, b"fd-level\\n")
     """
-    res = sandbox.run_snippet(code, timeout_s=30)
+    res = child_process.run_snippet(code, timeout_s=30)
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""
     for text in ("py-stderr", "a warning", "a log line", "fd-level"):

@@ -1,10 +1,10 @@
-"""raylab.separate_nodes: a real 2-worker Train run whose ranks are numbered as on two nodes."""
+"""raylab.checks.separate_nodes: a real 2-worker Train run whose ranks are numbered as on two nodes."""
 import sys
 
 import pytest
 from ray import cloudpickle
 
-from raylab import separate_nodes
+from raylab.checks import separate_nodes
 from raylab.child_process import run_in_child
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import tests/
@@ -63,7 +63,7 @@ def test_every_worker_gets_the_ranks_of_a_node_of_its_own_only_in_a_job_that_ask
 def test_install_patches_the_rank_assignment_when_ray_train_imports_it():
     import subprocess
 
-    code = ("from raylab import separate_nodes; separate_nodes.install()\n"
+    code = ("from raylab.checks import separate_nodes; separate_nodes.install()\n"
             "from ray.train.v2._internal.execution.worker_group.worker_group import WorkerGroup\n"
             "print(WorkerGroup._assign_worker_ranks.__name__)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

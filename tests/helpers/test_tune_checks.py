@@ -1,4 +1,4 @@
-"""raylab.tune_checks: the checks of lab 06's running-example exercises, on stand-in results (the
+"""raylab.checks.tune: the checks of lab 06's running-example exercises, on stand-in results (the
 live path, a real interrupted experiment and its recovery, is proved by the lab's round trip)."""
 import os
 from types import SimpleNamespace
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from raylab import tune_checks as tc
-from raylab.checks import CheckFailed
+from raylab.checks import tune as tc
+from raylab.checks.common import CheckFailed
 
 
 def _result(lr, hidden, values):

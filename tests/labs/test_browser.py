@@ -157,7 +157,7 @@ class Server:
         """Stop the server and everything it started; return what had to be killed."""
         import psutil
 
-        from raylab.cluster import ray_processes
+        from raylab.processes import ray_processes
 
         killed = []
         if self.proc.poll() is None:

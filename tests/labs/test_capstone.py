@@ -1,11 +1,11 @@
-"""The capstone's check helpers (raylab.capstone_checks) and the orphaned placement group cleaner
+"""The capstone's check helpers (raylab.checks.capstone) and the orphaned placement group cleaner
 (raylab.orphaned_placement_groups). The whole lab, solution and mutants, is graded by its round
 trip (tests/grader/test_autograde_roundtrip.py)."""
 import time
 
 import pytest
 
-from raylab import capstone_checks as cc
+from raylab.checks import capstone as cc
 
 
 def test_imports_are_read_from_the_syntax_tree(tmp_path):

@@ -112,14 +112,14 @@ def test_lab04_deadline_check_accepts_every_right_answer(answer):
 
 @pytest.mark.parametrize("answer", [EACH_CLASS_ALONE, TOO_CAUTIOUS], ids=["each_class_alone", "too_cautious"])
 def test_lab04_deadline_check_rejects_wrong_answers(answer):
-    from raylab.checks import CheckFailed
+    from raylab.checks.common import CheckFailed
 
     with pytest.raises(CheckFailed):
         _grade(LAB04, answer, "failure_config_for_deadline_tests")
 
 
 def test_lab07_review_check_accepts_the_solution():
-    from raylab import kuberay
+    from raylab import plan_review
 
     _grade("08_operating_on_kuberay", mutants.answer_sources("08_operating_on_kuberay")["review_plan_answer"],
-           "review_plan_tests", {"proposal": kuberay.example_plan()})
+           "review_plan_tests", {"proposal": plan_review.example_plan()})

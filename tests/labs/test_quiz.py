@@ -15,7 +15,7 @@ import pytest
 from grader.classroom import question_scores
 from grader.grading import course
 from grader.proof import mutants, roundtrip, roundtrip_report
-from raylab.checks import CheckFailed
+from raylab.checks.common import CheckFailed
 
 LAB = "10_quiz"
 

@@ -109,7 +109,7 @@ def hub(tmp_path_factory):
             except ProcessLookupError:
                 pass
             proc.wait(timeout=10)
-        from raylab.cluster import kill_processes
+        from raylab.processes import kill_processes
 
         kill_processes(workshop_down.users_processes(users))
         from grader.workshop.limits import LearnerGroup, Limits
@@ -640,7 +640,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        from raylab.cluster import kill_processes
+        from raylab.processes import kill_processes
 
         kill_processes(workshop_down.users_processes([learner, instructor]))
         LearnerGroup(learner, Limits()).remove()

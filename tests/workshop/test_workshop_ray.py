@@ -117,7 +117,7 @@ def test_another_learner_cannot_submit_work_to_a_learners_ray_cluster():
                 proc.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
-        from raylab.cluster import kill_processes
+        from raylab.processes import kill_processes
         import psutil
 
         uids = {pwd.getpwnam(n).pw_uid for n in (owner, other) if workshop_accounts.user_exists(n)}

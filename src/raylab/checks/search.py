@@ -4,9 +4,9 @@ The exercise's function builds a ``tune.Tuner`` for any trainable, so the checks
 :func:`probe_trial`, a stand-in that trains nothing: it sleeps, scores ``lr`` with a fixed formula
 and reports when it started and ended. What really happened is then read back from two records:
 
-- the trials' own start and end times (:func:`run_times`, :func:`most_at_once`): how many ran
-  together. (Not the study's proposal times: Tune asks a searcher for the next trial while one
-  runs, so two proposals are out even when trials run one at a time.)
+- the trials' own start and end times (:func:`run_times`, then :func:`raylab.tuning.max_overlap`):
+  how many ran together. (Not the study's proposal times: Tune asks a searcher for the next trial
+  while one runs, so two proposals are out even when trials run one at a time.)
 - the searcher state Tune saves in the experiment folder (:func:`optuna_study`): for an
   ``OptunaSearch`` it holds Optuna's study, whose trials show every configuration the searcher
   proposed and the value it was told for each.
@@ -19,7 +19,8 @@ import os
 import pickle
 import time
 
-from raylab.checks import check, check_equal
+from raylab.checks.common import check, check_equal
+from raylab.tuning import max_overlap
 
 PROBE_SECONDS = 1.0
 PROBE_BEST_LR = 1e-3
@@ -36,16 +37,6 @@ def probe_trial(config: dict) -> None:
     time.sleep(PROBE_SECONDS)
     score = math.exp(-(math.log10(config["lr"]) - math.log10(PROBE_BEST_LR)) ** 2)
     tune.report({"val_accuracy": score, "started": started, "ended": time.time()})
-
-
-def most_at_once(intervals) -> int:
-    """The largest number of ``(start, end)`` intervals that overlap at one moment."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
-    running = most = 0
-    for _, step in events:  # at equal times an end (-1) sorts before a start: touching is not overlapping
-        running += step
-        most = max(most, running)
-    return most
 
 
 def optuna_study(experiment_path: str):
@@ -65,9 +56,12 @@ def check_search_run(results, *, num_samples: int, experiment: str, storage_path
     check(hasattr(results, "get_best_result") and hasattr(results, "errors"),
           f"fit() gave {type(results).__name__}; expected a ResultGrid", hint="return the Tuner; the test runs it")
     check(not results.errors, f"{len(results.errors)} trial(s) failed: {str(results.errors[0])[:300] if results.errors else ''}")
-    check_equal(len(results), num_samples, "trials that ran", hint="TuneConfig(num_samples=...) is the budget")
+    check_equal(len(results), num_samples, "trials that ran",
+                hint="how many trials did you ask Tune for, and where does the Tuner learn that number?")
     check_equal(os.path.realpath(results.experiment_path), os.path.realpath(os.path.join(storage_path, experiment)),
-                "folder of the experiment", hint=f"tune.RunConfig(name={experiment!r}, storage_path=storage_path)")
+                "folder of the experiment",
+                hint=f"the experiment should be written to <storage_path>/{experiment}: where does the Tuner "
+                     "learn the experiment's name and the folder to write it to?")
     best = max(r.metrics["val_accuracy"] for r in results)
     check_equal(results.get_best_result().metrics["val_accuracy"], best,
                 "val_accuracy of get_best_result() (the highest of the trials)",
@@ -76,12 +70,13 @@ def check_search_run(results, *, num_samples: int, experiment: str, storage_path
 
 def check_two_at_a_time(intervals, label: str) -> None:
     """At most two of ``intervals`` overlapped, and two did."""
-    most = most_at_once(intervals)
+    most = max_overlap(intervals)
     check(most <= 2, f"{label}: {most} at once; the exercise allows 2",
-          hint="TuneConfig(max_concurrent_trials=2), or a ConcurrencyLimiter around the searcher; a "
-               "BasicVariantGenerator of your own ignores max_concurrent_trials and takes max_concurrent=...")
+          hint="more than 2 trials ran at once: what limits how many trials Tune runs together? If you "
+               "built the searcher yourself, does it follow that limit?")
     check(most == 2, f"{label}: never 2 at once, so the run took twice as long as it needed",
-          hint="with a searcher of its own, Tune keeps only one trial in flight unless you set a concurrency limit")
+          hint="the trials ran one after another: with this searcher, what decides how many trials Tune keeps "
+               "in flight at once?")
 
 
 def check_adaptive_study(results, *, num_samples: int) -> None:
@@ -91,15 +86,18 @@ def check_adaptive_study(results, *, num_samples: int) -> None:
 
     study = optuna_study(results.experiment_path)
     check(study is not None, "the experiment saved no Optuna searcher state: its searcher was not OptunaSearch",
-          hint="TuneConfig(search_alg=OptunaSearch(...)) when adaptive is True")
+          hint="with adaptive=True, which searcher proposed the trials' configurations, and how did the "
+               "Tuner learn which one to use?")
     check_equal(study.direction, optuna.study.StudyDirection.MAXIMIZE, "direction of the Optuna study",
-                hint="the searcher must know the metric and mode: TuneConfig(metric=..., mode=...) passes them on")
+                hint="the study did not try to make val_accuracy as high as possible: does the searcher know "
+                     "which metric to optimise, and in which direction?")
     told = sorted((t.params.get("lr"), t.value) for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
     ran = sorted((r.config["lr"], r.metrics["val_accuracy"]) for r in results)
     check_equal(len(told), num_samples, "trials whose val_accuracy the Optuna study was told")
     check(all(math.isclose(a[0], b[0]) and math.isclose(a[1], b[1]) for a, b in zip(told, ran)),
           f"the study's (lr, value) pairs {told[:3]}... are not the trials' (lr, val_accuracy) {ran[:3]}...",
-          hint="the searcher learns from the metric named in TuneConfig")
+          hint="the study was told other values than the trials reported: which metric is the searcher "
+               "learning from?")
 
 
 def run_times(results) -> list:
@@ -119,4 +117,5 @@ def check_shared_processes(results) -> None:
     """Fewer processes than trials: Tune ran a new trial in a finished trial's process."""
     pids = {r.metrics.get("pid") for r in results}
     check(len(pids) < len(results), f"{len(results)} trials ran in {len(pids)} processes, one each",
-          hint="TuneConfig(reuse_actors=True) lets a trial start in the process of a finished one")
+          hint="every trial started a process of its own: what would let a new trial start in the process "
+               "of one that finished?")

@@ -15,7 +15,7 @@ import tempfile
 import time
 import uuid
 
-from raylab.checks import CheckFailed, check, check_equal
+from raylab.checks.common import CheckFailed, check, check_equal
 
 CRASH_MARK = "crashed-once"
 STATE_FILE = "state.pt"

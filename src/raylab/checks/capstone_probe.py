@@ -25,7 +25,7 @@ records:
   pass whose backward pass ran (a validation pass without ``torch.no_grad()`` does not count);
 
 and, when the job's environment says so (:func:`job_config_env`, ``apart=True``), numbers the
-Train workers of each run as two nodes would (:mod:`raylab.separate_nodes`: local rank 0 on every
+Train workers of each run as two nodes would (:mod:`raylab.checks.separate_nodes`: local rank 0 on every
 worker), so a script that picks its part of the data by the local rank shows;
 
 and writes them to ``<probe dir>/<pid>.json`` at every ``ray.train.report`` (a trial that the
@@ -37,7 +37,7 @@ import json
 import os
 import sys
 
-from raylab.import_hooks import after_import, setup_hook_env
+from raylab.checks.import_hooks import after_import, setup_hook_env
 
 PROBE_DIR_VAR = "RAYLAB_CAPSTONE_PROBE_DIR"
 TRAIN_SPLIT_VAR = "RAYLAB_CAPSTONE_TRAIN_SPLIT"
@@ -50,7 +50,7 @@ STATE = {"rows": set(), "most_rows": 0, "samples": 0, "most_samples": 0, "ddp": 
 
 def job_config_env(probe_dir: str, train_split: str, apart: bool = False) -> dict:
     """Environment for the script's process: every worker of its job runs :func:`install`; with
-    ``apart`` its Train runs number their workers one per node (:mod:`raylab.separate_nodes`)."""
+    ``apart`` its Train runs number their workers one per node (:mod:`raylab.checks.separate_nodes`)."""
     env = {PROBE_DIR_VAR: probe_dir, TRAIN_SPLIT_VAR: train_split}
     if apart:
         env[APART_VAR] = "1"
@@ -82,7 +82,7 @@ def install() -> None:
     if not probe_dir or not split:
         return
     if os.environ.get(APART_VAR) == "1":
-        from raylab import separate_nodes
+        from raylab.checks import separate_nodes
 
         separate_nodes.install()
     after_import("torch", lambda: _watch_torch(split))

@@ -1,8 +1,8 @@
 """Hooks in a job's worker processes: run one in every process, act only where a module is imported.
 
 Ray runs a job's ``worker_process_setup_hook`` in every new worker process of the job, before it
-knows what the process will run. The course's hooks (``raylab.capstone_probe``,
-``raylab.separate_nodes``) patch PyTorch or Ray Train only in the processes that import them:
+knows what the process will run. The course's hooks (``raylab.checks.capstone_probe``,
+``raylab.checks.separate_nodes``) patch PyTorch or Ray Train only in the processes that import them:
 importing PyTorch in every process of a job would cost about a second of CPU each.
 """
 from __future__ import annotations

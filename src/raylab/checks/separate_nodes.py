@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from raylab.import_hooks import after_import, setup_hook_env
+from raylab.checks.import_hooks import after_import, setup_hook_env
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
 
@@ -55,9 +55,9 @@ def call(fn, *args, timeout_s: float = 240.0, **kwargs):
     For a test cell: a Train run the learner's code starts there gives its workers local rank 0,
     local world size 1 and node rank = world rank, so data sharded or files named by the local
     rank collide, while world ranks, placement and the process group are those of a normal run.
-    What ``fn`` raises comes back as :class:`raylab.checks.CheckFailed` with its message (a
+    What ``fn`` raises comes back as :class:`raylab.checks.common.CheckFailed` with its message (a
     ``CheckFailed`` raised in the child keeps its own text)."""
-    from raylab.checks import CheckFailed
+    from raylab.checks.common import CheckFailed
     from raylab.child_process import run_in_child
 
     run = run_in_child(lambda: fn(*args, **kwargs), timeout_s=timeout_s, env=job_config_env())

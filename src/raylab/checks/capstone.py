@@ -156,7 +156,7 @@ def worker_group_sizes(exclude: set[str] = frozenset()) -> list[int]:
 
 def shared_parts(records: list[dict], most: float = 0.5) -> list[str]:
     """Pairs of Train workers of one run that trained on the same part of the training split in
-    their last whole epoch (``raylab.capstone_probe``'s ``last_rows``, compared between workers
+    their last whole epoch (``raylab.checks.capstone_probe``'s ``last_rows``, compared between workers
     that made as many reports): more than ``most`` of the smaller part in common. Parts dealt by
     rank (a slice, a ``DistributedSampler``) share nothing, or a padding row; two workers that
     both think they are rank 0 share everything. Workers with no recognised row are skipped."""

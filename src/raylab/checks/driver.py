@@ -6,8 +6,8 @@ disk:
 
 * :func:`run_bounded` calls the learner's function with every Ray Train wait bounded (a rank that
   skips ``ray.train.report`` times out instead of hanging) and turns any error into a readable
-  :class:`raylab.checks.CheckFailed`; it also returns how many Train workers each new run started,
-  read from the cluster's actor table (:func:`raylab.capstone_checks.worker_group_sizes`), so an
+  :class:`raylab.checks.common.CheckFailed`; it also returns how many Train workers each new run started,
+  read from the cluster's actor table (:func:`raylab.checks.capstone.worker_group_sizes`), so an
   answer cannot claim two workers while running one.
 * :func:`path_is_under` compares folders after resolving links, so ``/tmp/x`` and its real path
   count as the same place.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from raylab.checks import CheckFailed
+from raylab.checks.common import CheckFailed
 
 # Ray Train reads these from the driver's environment when a run starts. Only the report barrier
 # is bounded: the worker-group start keeps Ray's own limit (60 s), which a loaded 2-core machine
@@ -39,7 +39,7 @@ def run_bounded(fn, *args, timeout_s: float = 30.0, **kwargs):
     """
     import ray.train
 
-    from raylab.capstone_checks import actor_ids, worker_group_sizes
+    from raylab.checks.capstone import actor_ids, worker_group_sizes
     from raylab.cluster import env_vars
 
     before = actor_ids()
