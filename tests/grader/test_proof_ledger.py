@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from grader.proof import audit, ledger, mutants, plan, roundtrip, roundtrip_report
+from grader.proof import audit, keys, ledger, mutants, plan, roundtrip, roundtrip_report
 
 RAW = {"status": "graded", "scores": {"a_tests": [0.0, 2.0], "b_tests": [2.0, 2.0]},
        "errors": {"a_tests": ["CheckFailed", "expected 3, got 2 (took 1.2 s)", 4, True]},
@@ -28,7 +28,9 @@ def test_a_ledger_reads_back_as_written_and_drops_keys_no_longer_made(tmp_path):
 
 def test_an_entry_of_another_schema_is_not_read(tmp_path):
     path = ledger.write(ledger.LabLedger("00_x", {"k1": ledger.Entry("k1", "solution", {}, [], {}, RAW)}), tmp_path)
-    path.write_text(path.read_text().replace('"schema": 1', '"schema": 0'))
+    text = path.read_text()
+    assert f'"schema": {keys.SCHEMA}' in text
+    path.write_text(text.replace(f'"schema": {keys.SCHEMA}', f'"schema": {keys.SCHEMA - 1}'))
     assert ledger.read("00_x", tmp_path).entries == {}
 
 
