@@ -72,8 +72,10 @@ def normalised_cells(nb) -> list:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type == "code":
             cells.append(["code", cell.source, meta])
-        else:
+        elif meta.get("grade") or meta.get("solution"):  # a written answer: nbgrader keeps its text
             cells.append([cell.cell_type, meta])
+        else:  # a locked prose cell's checksum is a digest of its text: prose again
+            cells.append([cell.cell_type, {k: v for k, v in meta.items() if k != "checksum"}])
     return cells
 
 

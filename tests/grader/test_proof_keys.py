@@ -118,6 +118,21 @@ def test_markdown_and_outputs_change_no_key(tree):
     assert _keys(tree, edited) == before
 
 
+def test_a_released_copy_s_prose_and_its_checksums_change_no_key():
+    """A learner copy carries nbgrader's checksum of every locked cell; a locked prose cell's
+    checksum is a digest of its text, so a prose edit that `make release` carries into every
+    submission built from the learner copy changes no key."""
+    nb = nbformat.read(ROOT / "notebooks" / LABS[0] / f"{LABS[0]}.ipynb", as_version=4)
+    prose = next(c for c in nb.cells if c.cell_type == "markdown" and "checksum" in c.metadata.get("nbgrader", {}))
+    before = keys.notebook_digest(nbformat.writes(nb).encode())
+    prose.source += "\n\nA new sentence."
+    prose.metadata.nbgrader.checksum = "0" * 32
+    assert keys.notebook_digest(nbformat.writes(nb).encode()) == before
+    code = next(c for c in nb.cells if c.cell_type == "code" and "checksum" in c.metadata.get("nbgrader", {}))
+    code.metadata.nbgrader.checksum = "0" * 32
+    assert keys.notebook_digest(nbformat.writes(nb).encode()) != before
+
+
 def test_a_submission_s_code_and_its_cells_left_out_change_that_grading_only(tree):
     subs = _submissions(ROOT)
     before = _keys(tree, subs)

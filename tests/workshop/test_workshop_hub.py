@@ -538,7 +538,7 @@ def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bad = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
                           "--labs", "99_nope"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert bad.returncode != 0 and "unknown: 99_nope" in bad.stderr, bad.stderr[-500:]
+    assert bad.returncode != 0 and "no such lab: 99_nope" in bad.stderr, bad.stderr[-500:]
     run = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
                           "--labs", later], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -5,7 +5,8 @@ Each module here inspects what a learner's code did (a run's folders, Ray's acto
 workers saw, the trials Tune ran) and says what is wrong in a sentence: :mod:`.common` holds the
 readable ``check`` functions and :class:`~raylab.checks.common.CheckFailed`, the others the checks
 of one exercise or lab (:mod:`.capstone`, :mod:`.capstone_probe`, :mod:`.driver`, :mod:`.ddp_runs`,
-:mod:`.search`, :mod:`.tune`, :mod:`.separate_nodes` and the worker hooks in :mod:`.import_hooks`).
+:mod:`.search`, :mod:`.tune`, :mod:`.separate_nodes` and the worker hooks in :mod:`.import_hooks`),
+and :mod:`.crash`, which kills a worker or a trial mid-run for the failure exercises.
 
 Modules here may import the learner half (``raylab.<module>`` at the top level); the learner half
 never imports ``raylab.checks`` (``tests/code/test_raylab_halves.py`` keeps it so). Import what you
