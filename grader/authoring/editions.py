@@ -133,7 +133,8 @@ def problems(catalog: Catalog) -> list[str]:
 
 
 QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-CODE_SPAN = re.compile(r"(```.*?```|`[^`\n]+`)", re.S)
+# A code span may cross a line break (not a blank line), as Markdown allows.
+CODE_SPAN = re.compile(r"(```.*?```|`(?:[^`\n]|\n(?!\n))+`)", re.S)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#+) ", re.M)
 
@@ -169,7 +170,7 @@ def term_problems(english: str, text: str, terms: dict) -> list[str]:
     found = []
     plain = CODE_SPAN.sub(" ", text)
     for kept in terms.get("keep", []):
-        if re.search(rf"\b{re.escape(kept['term'])}", CODE_SPAN.sub(" ", english), re.I) and \
+        if re.search(rf"\b{re.escape(kept['term'])}(s|es)?\b", CODE_SPAN.sub(" ", english), re.I) and \
                 not re.search(re.escape(kept["term"]), plain, re.I):
             found.append(f"keeps '{kept['term']}' in English in the seed's way, but the translation drops it")
     for entry in terms.get("use", []):
