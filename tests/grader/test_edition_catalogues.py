@@ -97,3 +97,27 @@ def test_term_problems_hold_the_seeds_terms():
     assert editions.term_problems("Each worker joins the cluster.", "各 worker がクラスターに参加します。", terms) == []
     found = editions.term_problems("Each worker joins the cluster.", "各ワーカーがクラスタに参加します。", terms)
     assert len(found) == 3  # worker dropped, ワーカー, クラスタ (クラスター itself is fine)
+
+
+def test_publish_refuses_a_stale_lab_names_its_entries_and_removes_the_old_copy(tmp_path, monkeypatch):
+    from grader.grading import course
+
+    monkeypatch.setattr(course, "ROOT", tmp_path)
+    monkeypatch.setattr(course, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(editions, "TRANSLATIONS", tmp_path / "translations")
+    release = course.release_path("99_x")
+    release.parent.mkdir(parents=True)
+    nbformat.write(_learner_copy("# Title", "Text."), release)
+    assert editions.publish(["99_x"], "ja") == {"99_x": ["missing: md-0", "missing: md-1"]}
+    assert not editions.edition_path("ja", "99_x").exists()
+    catalog = editions.read("ja", "99_x")
+    for message, japanese in zip([m for m in catalog if m.id], ["# 題名", "本文。"]):
+        message.string = japanese
+    editions.write("ja", "99_x", catalog)
+    assert editions.publish(["99_x"], "ja") == {}
+    assert nbformat.read(editions.edition_path("ja", "99_x"), as_version=4).cells[2].source == "本文。"
+    nbformat.write(_learner_copy("# Title", "Changed text."), release)  # the English changes
+    left_out = editions.publish(["99_x"], "ja")
+    assert left_out == {"99_x": ["stale: md-1 (the English changed since it was translated)"]}
+    assert not editions.edition_path("ja", "99_x").exists()
+    assert "stale: md-1" in editions.report(left_out, "ja")
