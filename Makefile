@@ -36,8 +36,12 @@ AUTH_ENV = $(if $(filter token,$(RAYLAB_RAY_AUTH)),RAY_AUTH_MODE=token RAY_AUTH_
 # switched off (page config and server extensions) for the JupyterLab that `make lab` starts.
 LEARNER_CONFIG := workshop/learner-jupyter-config
 
-lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); RAYLAB_RAY_AUTH=token for Ray token auth
-	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+# EDITION=ja opens the Japanese edition (notebooks-ja/, which make release builds from translations/ja/).
+EDITION ?= en
+EDITION_DIR := $(if $(filter ja,$(EDITION)),notebooks-ja,notebooks)
+
+lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); EDITION=ja for the Japanese edition; RAYLAB_RAY_AUTH=token for Ray token auth
+	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=$(EDITION_DIR) --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
 test: $(STAMP)  ## the whole test suite (what CI runs): the proof plan first (fails at once if the misses cannot fit), then two test processes

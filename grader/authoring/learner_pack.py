@@ -1,6 +1,7 @@
 """`make learner-pack`: the archive a learner outside the workshop hub gets (issue 17).
 
-It holds the learner notebooks (``notebooks/``, what ``grader.authoring.release`` published), the ``raylab``
+It holds the learner notebooks (``notebooks/`` and the Japanese edition ``notebooks-ja/``, what
+``grader.authoring.release`` published), the ``raylab``
 package (``src/raylab`` + ``pyproject.toml``), the environment files (``requirements.txt``,
 ``constraints.txt``, ``environment.yml``), the learner JupyterLab configuration
 (``workshop/learner-jupyter-config``) and, from ``workshop/learner-pack/``, a Makefile with the
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACK_TEMPLATE = ROOT / "workshop" / "learner-pack"
 NAME = "raylab-learner-pack"
 # Course paths copied as they are (folders: every file below them).
-COPIED = ["notebooks", "src/raylab", "workshop/learner-jupyter-config", "pyproject.toml",
+COPIED = ["notebooks", "notebooks-ja", "src/raylab", "workshop/learner-jupyter-config", "pyproject.toml",
           "requirements.txt", "constraints.txt", "environment.yml"]
 # workshop/learner-pack/<name> -> <name> in the pack.
 TEMPLATED = ["Makefile", "README.md", "nbgrader_config.py"]

@@ -1,4 +1,5 @@
-"""``make release``: regenerate ``notebooks/`` from ``solutions/`` with ``nbgrader generate_assignment``.
+"""``make release``: regenerate ``notebooks/`` from ``solutions/`` with ``nbgrader generate_assignment``,
+then the other editions (``notebooks-ja/``, ``grader.authoring.editions``) from the learner copies.
 
 Only finished labs are released: a lab in progress (``grader.authoring.lab_status``) is left out, and naming
 one is refused, so a draft never reaches learners. The gradebook written on the way (it records
@@ -13,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.authoring import lab_status
+from grader.authoring import editions, lab_status
 from grader.grading import course
 
 
@@ -61,6 +62,9 @@ def main(argv=None) -> int:
     labs = labs_to_release(args.labs)
     release(labs, grading_dir=course.ROOT / ".grading")
     record_published_grade_ids(labs)
+    for lang in editions.LANGUAGES:
+        left_out = editions.publish(labs, lang)
+        print(editions.report(left_out, lang) or f"{lang} edition released: {' '.join(labs)}")
     return 0
 
 

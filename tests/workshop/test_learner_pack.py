@@ -41,6 +41,7 @@ def test_pack_has_what_a_learner_needs(pack):
     labs = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir())
     for lab in labs:
         assert (pack / "notebooks" / lab / f"{lab}.ipynb").is_file()
+        assert (pack / "notebooks-ja" / lab / f"{lab}.ipynb").is_file()  # the Japanese edition
     for name in ("Makefile", "README.md", "pyproject.toml", "requirements.txt", "constraints.txt",
                  "environment.yml", "nbgrader_config.py", "src/raylab/__init__.py",
                  "src/raylab/cluster.py", "workshop/learner-jupyter-config/labconfig/page_config.json"):
