@@ -37,7 +37,7 @@ def graded(tmp_path_factory):
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     state = json.loads((out / "state.json").read_text())
-    return {(e["student"], e["lab"]): e for e in state.values()}
+    return {tuple(key.split("/")): entry for key, entry in state.items()}  # "<student>/<lab>"
 
 
 @pytest.mark.parametrize("lab", LABS)
