@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.proof.keys import imported_names, recipe_modules
+from house_rules import cycles, too_long
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("grading", "proof", "classroom", "workshop", "bench", "authoring")
@@ -27,7 +28,6 @@ EXCEPTIONS = {
     # make grade reads the refusals the room's collect wrote beside the submissions
     "grader/classroom/course_folder.py": {"workshop"},
 }
-MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 
 
 def _modules() -> list[Path]:
@@ -103,33 +103,8 @@ def test_the_launcher_detector_sees_the_usual_spellings():
 def test_no_import_cycle_among_grader_modules():
     names = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in _modules()}
     edges = {name: {n for n in imported_names(path) if n in names and n != name} for name, path in names.items()}
-    state, cycles = {}, []
-
-    def visit(node, trail):
-        state[node] = "open"
-        for nxt in sorted(edges[node]):
-            if state.get(nxt) == "open":
-                cycles.append(trail[trail.index(nxt):] + [nxt])
-            elif nxt not in state:
-                visit(nxt, trail + [nxt])
-        state[node] = "done"
-
-    for name in sorted(names):
-        if name not in state:
-            visit(name, [name])
-    assert cycles == []
+    assert cycles(edges) == []
 
 
 def test_modules_and_functions_stay_readable():
-    too_long = []
-    for path in _modules():
-        text = path.read_text()
-        rel = path.relative_to(ROOT)
-        if len(text.splitlines()) > MAX_MODULE_LINES:
-            too_long.append(f"{rel}: {len(text.splitlines())} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
-                    too_long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
-    assert too_long == []
+    assert too_long({str(p.relative_to(ROOT)): p for p in _modules()}) == []

@@ -14,12 +14,12 @@ import ast
 import re
 from pathlib import Path
 
+from house_rules import cycles, too_long
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PACKAGE = SRC / "raylab"
 JUDGING = "raylab.checks"
-MAX_MODULE_LINES = 300
-MAX_FUNCTION_LINES = 60
 
 
 def module_name(path: Path) -> str:
@@ -62,37 +62,6 @@ def import_graph() -> dict[str, set[str]]:
             for name, path in MODULES.items()}
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
 def _learner_half(name: str) -> bool:
     return name != JUDGING and not name.startswith(JUDGING + ".")
 
@@ -124,15 +93,4 @@ def test_no_module_only_re_exports():
 
 
 def test_modules_and_functions_are_small():
-    too_long = []
-    for name, path in MODULES.items():
-        source = path.read_text()
-        lines = len(source.splitlines())
-        if lines > MAX_MODULE_LINES:
-            too_long.append(f"{name}: {lines} lines")
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
-                    too_long.append(f"{name}.{node.name}: {length} lines")
-    assert too_long == []
+    assert too_long(MODULES) == []
