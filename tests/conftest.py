@@ -7,8 +7,6 @@ import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `grader` is a folder of the repository, not an installed package
-    sys.path.insert(0, str(ROOT))
 
 # --- two test processes at once (`make test`: pytest-xdist, -n 2 --dist loadscope) -----------------
 # The round trips keep both cores busy; most other tests mostly wait (Ray start-ups, time-outs,

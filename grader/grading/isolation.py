@@ -39,6 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.grading import course
 from grader.grading.cgroups import SubmissionCgroup
 
 ENTER_SH = Path(__file__).resolve().parent / "sandbox" / "enter.sh"
@@ -74,21 +75,42 @@ class Limits:
     shm_bytes: int = 1 * GiB  # Ray's object store (the labs ask for 80 MiB)
 
 
+# The course's packages learner code imports (its kernel, its Ray workers): raylab only. The
+# grader's package stays outside: nothing a kernel runs imports it.
+LEARNER_PACKAGES = ("raylab",)
+# What a fresh interpreter reports: its sys.path, and where each learner package lives. The
+# editable install maps each course package to its folder with an import finder, so the folders
+# are not on sys.path; the finder says where they are.
+_FRESH = ("import importlib.util, json, sys\n"
+          "found = {n: list(importlib.util.find_spec(n).submodule_search_locations) for n in %r}\n"
+          "print(json.dumps({'path': sys.path, 'packages': found}))" % (LEARNER_PACKAGES,))
+
+
 @functools.lru_cache(maxsize=1)
 def python_binds() -> list[str]:
-    """The interpreter, the virtual environment and every folder on a fresh interpreter's
-    ``sys.path`` outside them (the editable ``raylab`` install points at the course's ``src/``).
-    Asked of a fresh interpreter, not this one: the grader's own ``sys.path`` holds the course
-    root (``PYTHONPATH=.``) and the script's folder, which the sandbox must not see."""
-    out = subprocess.run([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"],
-                         env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True, text=True,
-                         check=True).stdout
+    """What the sandbox shows of the course's Python (:func:`binds_from`), asked of a fresh
+    interpreter, not this one: the grader's own ``sys.path`` may hold the course root (the current
+    folder of ``python -m``), which the sandbox must not see."""
+    out = subprocess.run([sys.executable, "-c", _FRESH], env={"PATH": "/usr/bin:/bin"}, cwd="/",
+                         capture_output=True, text=True, check=True).stdout
+    return binds_from(json.loads(out))
+
+
+def binds_from(fresh: dict) -> list[str]:
+    """The interpreter, the virtual environment, every folder on the fresh interpreter's
+    ``sys.path`` outside them and the folders of :data:`LEARNER_PACKAGES` (``src/raylab``), from
+    its report ``{"path": [...], "packages": {name: [folder, ...]}}``. Refuses a list that would
+    show the course root (``solutions/``, the ledger, the clone's git history)."""
     paths = {str(Path(sys.base_prefix).resolve()), str(Path(sys.prefix).resolve())}
-    for entry in json.loads(out):
+    entries = fresh["path"] + [loc for locs in fresh["packages"].values() for loc in locs]
+    for entry in entries:
         if entry and Path(entry).is_dir() and Path(entry).resolve() != Path("/"):
             p = str(Path(entry).resolve())
             if not any(p == q or p.startswith(q + "/") for q in paths):
                 paths.add(p)
+    shown = sorted(p for p in paths if course.ROOT == Path(p) or Path(p) in course.ROOT.parents)
+    if shown:
+        raise RuntimeError(f"the sandbox would show the course root {course.ROOT} through {shown}")
     return sorted(paths)
 
 

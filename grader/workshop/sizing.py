@@ -1,6 +1,6 @@
 """What one learner's lab costs the machine, measured the way the hub limits it: in a control group.
 
-``PYTHONPATH=. .venv/bin/python -m grader.workshop.sizing 07_train_tune_integration 09_capstone``
+``.venv/bin/python -m grader.workshop.sizing 07_train_tune_integration 09_capstone``
 (as root, on cgroup v1 with the memory, cpuacct and pids hierarchies, like the reference machine;
 run it through ``flock /tmp/team/heavy.lock``). Each lab's solution notebook runs headless
 (``grader.run_solutions.run_notebook``, learner mode) in a child process that first joins a fresh
@@ -82,7 +82,7 @@ def measure(lab: str) -> dict:
     try:
         proc = subprocess.run([sys.executable, "-c", CHILD, lab,
                                *[str(f / "cgroup.procs") for f in folders.values()]],
-                              cwd=course.ROOT, env={**os.environ, "PYTHONPATH": str(course.ROOT)},
+                              cwd=course.ROOT,
                               capture_output=True, text=True, timeout=900)
         wall = time.monotonic() - start
         done.set()

@@ -125,8 +125,7 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int,
     config = state.hub / "jupyterhub_config.py"
     config.write_text(
         "# Written by `make workshop` (grader/workshop/up.py); rewritten at every start.\n"
-        "import json, sys\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "import json\n"
         "from grader.workshop.hub import configure\n"
         f"configure(get_config(), json.load(open({str(state.hub / 'workshop.json')!r})))  # noqa: F821\n")
     return config

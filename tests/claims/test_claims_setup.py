@@ -67,7 +67,7 @@ def _run_in_fresh_python(code: str, env: dict, unset=(), timeout: int = 240) -> 
 
     root = Path(__file__).resolve().parents[2]
     full_env = {k: v for k, v in os.environ.items() if k not in unset}
-    full_env.update(env, PYTHONPATH=os.pathsep.join([str(root), str(root / "src")]))
+    full_env.update(env)
     done = subprocess.run([sys.executable, "-c", code], env=full_env, cwd=root, text=True,
                           capture_output=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -46,7 +46,7 @@ def graded_class(tmp_path_factory):
     started = time.time()
     synthetic.build(subs, LAB, CLASS, paths={"solutions": course.SOLUTIONS, "root": course.ROOT,
                                              "submissions": subs, "out": out})
-    env = dict(os.environ, PYTHONPATH=str(course.ROOT), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     # First run: interrupt it (SIGINT, as Ctrl-C) once two submissions have been graded.
     proc = subprocess.Popen(_cmd(subs, out), cwd=course.ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

@@ -5,7 +5,6 @@ edition with the solution's answers written in, and each edition's learner copy 
 answers). The class grader must give each Japanese submission exactly the English one's scores.
 """
 import json
-import os
 import subprocess
 import sys
 
@@ -33,8 +32,7 @@ def graded(tmp_path_factory):
                 nbformat.write(mutants.submission(lab, answers, release=release), path)
     cmd = [sys.executable, "-m", "grader.classroom.grade", str(subs), "--out", str(out), "--workers", "2",
            "--cell-timeout", "120", "--timeout", "900", "--labs", *LABS]
-    run = subprocess.run(cmd, cwd=course.ROOT, env=dict(os.environ, PYTHONPATH=str(course.ROOT)),
-                         capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(cmd, cwd=course.ROOT, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     state = json.loads((out / "state.json").read_text())
     return {tuple(key.split("/")): entry for key, entry in state.items()}  # "<student>/<lab>"

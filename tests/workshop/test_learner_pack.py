@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.authoring import learner_pack  # noqa: E402
+from grader.authoring import learner_pack
 from grader.grading import course, feedback_guard
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
 _BARE_CALL = re.compile(r"[\w.]+\(\)")

@@ -180,8 +180,7 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
     out = tmp_path / "class"
     started = time.monotonic()
     graded = subprocess.run([sys.executable, "-m", "grader.classroom.grade", str(submitted), "--out", str(out),
-                             "--labs", lab, "--workers", "2"], cwd=wh.ROOT, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(wh.ROOT)}, timeout=600)
+                             "--labs", lab, "--workers", "2"], cwd=wh.ROOT, capture_output=True, text=True, timeout=600)
     print(f"class grader: {time.monotonic() - started:.1f} s\n{graded.stdout[-1500:]}")
     assert graded.returncode == 0, graded.stderr[-2000:]
     assert f"REFUSED {right}/{lab}" in graded.stdout, graded.stdout[-2000:]

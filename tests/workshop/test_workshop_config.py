@@ -1,17 +1,15 @@
 """The workshop hub's pieces that need no root and no running hub (fast tier): the roster file,
 what stays readable in the clone, and the JupyterHub configuration `make workshop` writes."""
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from traitlets.config import Config
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from grader.workshop import accounts as workshop_accounts, state as workshop_state
+from grader.workshop.hub import configure
 
-from grader.workshop import accounts as workshop_accounts, state as workshop_state  # noqa: E402
-from grader.workshop.hub import configure  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_roster_learners_instructors_comments(tmp_path):

@@ -4,15 +4,9 @@ by a kernel (nbclient): a test cell whose visible checks pass and whose hidden c
 hidden check."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.workshop import hints as workshop_hints  # noqa: E402
+from grader.workshop import hints as workshop_hints
 
 
 def _grade_cell(source: str, grade_id: str):

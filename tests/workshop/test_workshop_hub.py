@@ -27,13 +27,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from grader.workshop import accounts as workshop_accounts
+from grader.workshop import down as workshop_down
+from grader.workshop import state as workshop_state
+from grader.workshop import up as workshop
 
-from grader.workshop import accounts as workshop_accounts  # noqa: E402
-from grader.workshop import down as workshop_down  # noqa: E402
-from grader.workshop import state as workshop_state  # noqa: E402
-from grader.workshop import up as workshop  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -88,7 +87,7 @@ def hub(tmp_path_factory):
     log = tmp_path_factory.mktemp("workshop-hub") / "hub.log"  # pytest's root-only folder
     modes = _top_level_modes()
     port = _free_port()
-    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD}
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
@@ -535,12 +534,11 @@ def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
     """`make workshop-release LABS=..` while the room runs: the lab is in the exchange and in the
     course's gradebook, so the formgrader lists it; an unknown lab is refused with the list."""
     later = "10_quiz"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bad = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
-                          "--labs", "99_nope"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                          "--labs", "99_nope"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "no such lab: 99_nope" in bad.stderr, bad.stderr[-500:]
     run = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--release-only", "--state", str(hub.state),
-                          "--labs", later], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          "--labs", later], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (hub.state / "exchange" / workshop_state.COURSE_ID / "outbound" / later / f"{later}.ipynb").exists()
     teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
@@ -601,7 +599,7 @@ def test_workshop_down_removes_accounts_group_cgroups_and_state(tmp_path):
     os.chmod(state, 0o755)
     roster = tmp_path / "roster.txt"
     roster.write_text(f"{learner}\ninstructor: {instructor}\nnobody\n")  # nobody: an existing account
-    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, workshop_accounts.TEST_PASSWORD_ENV: PASSWORD}
     setup = subprocess.run([sys.executable, "-m", "grader.workshop.up", "--roster", str(roster), "--state", str(state),
                             "--port", str(_free_port()), "--labs", LAB, "--instructor-group", group, "--no-start"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

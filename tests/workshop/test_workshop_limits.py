@@ -12,15 +12,10 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.workshop.limits import LearnerGroup, Limits  # noqa: E402
+from grader.workshop.limits import LearnerGroup, Limits
 
 if os.geteuid() != 0 or not shutil.which("useradd"):
     pytest.skip("per-learner limits need root (a system user, cgroups)", allow_module_level=True)

@@ -3,13 +3,7 @@ a real class-grader feedback page of lab 00 (6 Dec 2026): the IP probe, the sand
 and torch's FutureWarning go; the learner's own output and the score stay."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.workshop import noise as workshop_noise  # noqa: E402
+from grader.workshop import noise as workshop_noise
 
 
 def _stream(text: str) -> str:

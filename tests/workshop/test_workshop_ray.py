@@ -20,11 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.workshop import accounts as workshop_accounts, state as workshop_state  # noqa: E402
-from grader.workshop.hub import user_environment  # noqa: E402
+from grader.workshop import accounts as workshop_accounts, state as workshop_state
+from grader.workshop.hub import user_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -166,7 +163,7 @@ def test_a_clusters_own_processes_find_it_with_another_cluster_on_the_machine():
     group cleaner makes in its worker finds this cluster; without that variable (the control) it
     fails with "Found multiple active Ray instances", the traceback that reached notebooks late.
     The kernel's own environment keeps no RAY_ADDRESS."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
     other = subprocess.Popen([sys.executable, "-c", OTHER_CLUSTER], env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
