@@ -4,7 +4,8 @@
 that can change later cells (``tamper_scan``), runs the real ``nbgrader autograde`` (configured by
 ``nbgrader_config`` with the preprocessors of ``nbgrader_ext``) with the learner's kernel in a
 sandbox (``isolation``, ``cgroups``, ``sandbox/enter.sh``) and keeps hidden-test text out of the
-feedback (``feedback_guard``). ``templates`` builds the gradebooks a class is graded against,
+feedback (``feedback_guard``); ``edition`` reads a submission's edition marker, which sets the
+language of raylab's messages and of the feedback page's words, never a score. ``templates`` builds the gradebooks a class is graded against,
 leaving out the demo cells that ``trim`` finds; ``course`` knows the labs, their paths and the
 nbgrader command; ``gradebook`` merges one submission's scores into a class gradebook; ``pyast``
 parses code safely in worker threads.
