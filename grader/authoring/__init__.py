@@ -5,7 +5,10 @@
 progress; ``release`` generates the learner notebooks (``make release``) and ``learner_pack`` the
 archive a learner takes home (``make learner-pack``); ``run_solutions`` runs every solution
 notebook headless (``make check``), which the benchmarks and the room's sizing reuse.
+``editions`` publishes the Japanese edition of the notebooks from ``translations/``, and
+``raylab_messages`` keeps the catalogue of raylab's own messages (``src/raylab/locale``).
 
-May import: the standard library, nbformat and nbgrader, and from the grader the course list
-(``grader.grading.course``) and the mutants files (``grader.proof.mutants``).
+May import: the standard library, nbformat, nbgrader and Babel, and from the grader the course list
+(``grader.grading.course``), the edition marker (``grader.grading.edition``) and the mutants files
+(``grader.proof.mutants``).
 """

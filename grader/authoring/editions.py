@@ -13,7 +13,9 @@ the entries to translate (:func:`problems`).
 The edition's code cells, cell ids and metadata are the English learner copy's, byte for byte, so
 one grader grades both and a proof of one is a proof of the other (the proof keys read code and
 nbgrader metadata, not prose). A locked prose cell carries nbgrader's checksum of its own text,
-as ``nbgrader generate_assignment`` would give it.
+as ``nbgrader generate_assignment`` would give it. The notebook's own metadata adds one marker,
+``{"raylab": {"edition": "<lang>"}}``: the grader reads it to run the learner's kernel with
+``RAYLAB_LANG=<lang>`` and to write the feedback page in that language (``grader.grading.edition``).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import nbformat
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, unescape, write_po
 
-from grader.grading import course
+from grader.grading import course, edition
 
 LANGUAGES = ("ja",)
 TRANSLATIONS = course.ROOT / "translations"
@@ -192,12 +194,13 @@ def translation_problems(catalog: Catalog, lang: str) -> list[str]:
     return found
 
 
-def translated(nb, catalog: Catalog):
-    """The learner copy ``nb`` with each prose cell's text from ``catalog`` (a complete, current one)."""
+def translated(nb, catalog: Catalog, lang: str = "ja"):
+    """The learner copy ``nb`` with each prose cell's text from ``catalog`` (a complete, current one)
+    and the edition's marker."""
     from nbgrader.utils import compute_checksum
 
     strings = {m.context: m.string for m in catalog if m.id}
-    out = copy.deepcopy(nb)
+    out = edition.marked(copy.deepcopy(nb), lang)
     for cell in out.cells:
         if cell.cell_type != "markdown":
             continue
@@ -222,7 +225,7 @@ def publish(labs: list[str], lang: str) -> dict[str, list[str]]:
             shutil.rmtree(target.parent, ignore_errors=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(translated(english, catalog), target)
+        nbformat.write(translated(english, catalog, lang), target)
     return left_out
 
 

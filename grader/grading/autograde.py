@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading import course, feedback_guard, isolation, submission_check, tamper_scan
+from grader.grading import course, edition, feedback_guard, isolation, submission_check, tamper_scan
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ def autograde_submission(lab: str, student: str, notebook: bytes, template_db: b
     work = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))
     try:
         os.chmod(work, 0o700)
-        _grade_in(work, lab, student, checked.data, template_db, options, sandbox, result)
+        _grade_in(work, lab, student, checked.data, template_db, options, sandbox, result,
+                  lang=edition.language(checked.notebook))
     finally:
         result["seconds"] = round(time.monotonic() - start, 1)
         shutil.rmtree(work, ignore_errors=True)
@@ -86,14 +87,14 @@ def autograde_submission(lab: str, student: str, notebook: bytes, template_db: b
 
 
 def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: bytes,
-              options: Options, sandbox: bool, result: dict) -> None:
+              options: Options, sandbox: bool, result: dict, lang: str = "en") -> None:
     db, out = work / "db" / "gradebook.db", work / "out"
     overrides = _place(work, db, lab, student, notebook, template_db, options)
     env = _worker_env(work)
     cmd = [course.bin_path("nbgrader"), "autograde", lab, f"--student={student}", "--force", *overrides]
     if options.isolate_network:
         cmd = course.net_isolated(cmd)
-    log = _run_contained(cmd, env, work, options, sandbox, result)
+    log = _run_contained(cmd, env, work, options, sandbox, result, edition.kernel_env(lang))
     graded_nb = out / "autograded" / student / lab / f"{lab}.ipynb"
     result["log_tail"] = log[-4000:]
     if not graded_nb.exists():
@@ -104,7 +105,8 @@ def _grade_in(work: Path, lab: str, student: str, notebook: bytes, template_db: 
     result["scores"] = read_scores(db, lab, student)
     if options.feedback:
         _feedback(cmd_base=[course.bin_path("nbgrader"), "generate_feedback", lab, f"--student={student}",
-                            "--force", *overrides], env=env, html=out / "feedback" / student / lab / f"{lab}.html",
+                            "--force", *overrides, *edition.feedback_args(lang, work / "jupyter")],
+                  env=env, html=out / "feedback" / student / lab / f"{lab}.html",
                   result=result)
     if not result["reason"]:
         result["status"] = "graded"
@@ -137,17 +139,19 @@ def _place(work: Path, db: Path, lab: str, student: str, notebook: bytes, templa
 
 
 def _run_contained(cmd: list[str], env: dict, work: Path, options: Options, sandbox: bool,
-                   result: dict) -> str:
+                   result: dict, kernel_extra: dict) -> str:
     """Run nbgrader with the learner's kernel in the sandbox (or, without root, tagged by a run
-    id), kill whatever the submission left behind, and note it; return nbgrader's log."""
+    id), kill whatever the submission left behind, and note it; return nbgrader's log.
+    ``kernel_extra``: the kernel's variables beyond the allow-list (the edition's language)."""
     run_id = uuid.uuid4().hex
     if sandbox:
-        box = isolation.Sandbox(work, options.limits)
+        box = isolation.Sandbox(work, options.limits, env=kernel_extra)
     else:  # no root: processes are found by a run id in their environment (learner code can evade it)
         box = None
         scratch = work / "scratch"
         scratch.mkdir()
-        isolation.write_plain_kernelspec(work / "jupyter", {"RAYLAB_RUN_ID": run_id, "RAYLAB_SCRATCH": str(scratch)})
+        isolation.write_plain_kernelspec(work / "jupyter", {"RAYLAB_RUN_ID": run_id, "RAYLAB_SCRATCH": str(scratch),
+                                                            **kernel_extra})
         result["flags"].append("graded without the sandbox (not root): see README's guarantees")
     with box if box is not None else _Nothing():
         if box is not None:

@@ -5,13 +5,15 @@
   cells signal failure only by raising, so stderr text in a grade cell is relabelled as stdout:
   still visible in the feedback, no longer a zero. Error outputs are untouched.
 - :class:`HideGradeCellTracebacks` (feedback): IPython tracebacks quote the source lines around the
-  failing ``assert``, which would leak hidden tests. Keep only the exception type and message.
+  failing ``assert``, which would leak hidden tests. Keep only the exception type and message
+  (and a pointer to reread, in the submission's language: ``grader.grading.edition``).
 """
 from __future__ import annotations
 
 import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 
 class StderrToStdout(NbGraderPreprocessor):
@@ -30,8 +32,16 @@ class HideGradeCellTracebacks(NbGraderPreprocessor):
     ``NameError``...) gets a pointer to the section heading above the exercise.
     """
 
+    # The submission's edition (grader.grading.edition sets it for generate_feedback).
+    language = Unicode("en", help="en or ja: the language of the pointer to reread").tag(config=True)
+    HINT_PREFIXES = ("Hint:", "ヒント:")
+    INTRODUCTION = {"en": "the lab's introduction", "ja": "ラボの冒頭"}
+    GENERIC_HINT = {"en": 'Hint: reread "{section}" and run the visible checks again.',
+                    "ja": "ヒント: 「{section}」を読み直し、表示されているチェックをもう一度実行してください。"}
+
     def preprocess(self, nb, resources):
-        section = "the lab's introduction"
+        lang = self.language if self.language in self.GENERIC_HINT else "en"
+        section = self.INTRODUCTION[lang]
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 headings = [l.lstrip("#").strip() for l in cell.source.splitlines() if l.startswith("#")]
@@ -41,8 +51,8 @@ class HideGradeCellTracebacks(NbGraderPreprocessor):
                 for output in cell.get("outputs", []):
                     if output.get("output_type") == "error":
                         text = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-                        if "Hint:" not in text:
-                            text += f"\nHint: reread \"{section}\" and run the visible checks again."
+                        if not any(prefix in text for prefix in self.HINT_PREFIXES):
+                            text += "\n" + self.GENERIC_HINT[lang].format(section=section)
                         output["traceback"] = text.splitlines()
         return nb, resources
 

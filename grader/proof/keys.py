@@ -14,7 +14,8 @@ changed input names the part it changed:
                 import, found by reading their imports, so a new module cannot be forgotten),
                 nbgrader's configuration, the sandbox's files, the sandbox's allow-lists and
                 limits, the kernel's environment and the grading options;
-``raylab``      every file of ``src/raylab`` (modules and package data);
+``raylab``      every file of ``src/raylab`` (modules and package data, the message catalogues
+                ``locale/*.po`` included: a Japanese submission's kernel reads them);
 ``environment`` the course environment's distributions (``requirements.txt`` and what they
                 require) with the file hashes pip recorded, and the Python build;
 ``machine``     the machine class, not its speed: OS release, kernel release, cgroup version,

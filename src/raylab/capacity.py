@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+from raylab.i18n import _
+
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 _SNIPPET = r'''
@@ -86,7 +88,8 @@ def simulate_placements(nodes: list[dict], requests: list[dict], *, wait_s: floa
 
     for req in requests:
         if req["strategy"] not in STRATEGIES:
-            raise ValueError(f"unknown strategy {req['strategy']!r}; use one of {STRATEGIES}")
+            raise ValueError(_("unknown strategy {strategy!r}; use one of {strategies}").format(
+                strategy=req["strategy"], strategies=STRATEGIES))
     code = _SNIPPET.format(nodes=json.dumps(nodes), wait_s=float(wait_s),
                            requests=json.dumps([{"num_workers": int(r["num_workers"]),
                                                  "per_worker": dict(r["per_worker"]),
@@ -96,8 +99,8 @@ def simulate_placements(nodes: list[dict], requests: list[dict], *, wait_s: floa
     for line in res.stdout.splitlines():
         if line.startswith("PLACEMENTS_JSON "):
             return json.loads(line.split(" ", 1)[1])
-    raise RuntimeError(f"the simulated cluster did not report (rc={res.returncode}, "
-                       f"timed out={res.timed_out}):\n{res.tail(20, 'stderr')}")
+    raise RuntimeError(_("the simulated cluster did not report (rc={rc}, timed out={timed_out}):").format(
+        rc=res.returncode, timed_out=res.timed_out) + "\n" + res.tail(20, "stderr"))
 
 
 def describe(request: dict) -> str:

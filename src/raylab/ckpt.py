@@ -26,6 +26,8 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from raylab.i18n import _
+
 DEFAULTS = {
     "seed": 0,
     "steps": 8,
@@ -64,7 +66,7 @@ class BatchCursor:
 
     def __init__(self, n: int, batch_size: int, seed: int = 0):
         if not 0 < batch_size <= n:
-            raise ValueError(f"batch_size must be in 1..{n}, got {batch_size}")
+            raise ValueError(_("batch_size must be in 1..{n}, got {batch_size}").format(n=n, batch_size=batch_size))
         self.n, self.batch_size, self.seed = n, batch_size, seed
         self.epoch, self.offset = 0, 0
 
@@ -131,7 +133,7 @@ class Job:
                 return
             with open(done, "w") as f:
                 f.write(f"failed once at step {step} in pid {os.getpid()}\n")
-        raise InjectedFailure(f"injected failure at step {step} (pid {os.getpid()})")
+        raise InjectedFailure(_("injected failure at step {step} (pid {pid})").format(step=step, pid=os.getpid()))
 
 
 def fail_steps(at) -> list[int]:
@@ -185,7 +187,7 @@ def restore(job: Job, state: dict, parts=STATE_KEYS) -> int:
     parts = set(parts)
     unknown = parts - set(STATE_KEYS)
     if unknown:
-        raise ValueError(f"unknown state parts {sorted(unknown)}; choose from {STATE_KEYS}")
+        raise ValueError(_("unknown state parts {parts}; choose from {keys}").format(parts=sorted(unknown), keys=STATE_KEYS))
     if "model" in parts:
         job.model.load_state_dict(state["model"])
     if "optimizer" in parts:

@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raylab.i18n import _
 from raylab.processes import descendant_pids, kill_processes, new_descendants
 
 RAY_VERSION = "2.58.0"
@@ -140,8 +141,9 @@ def start_cluster(num_cpus: int = CLUSTER_CPUS, *, resources: dict | None = None
             # a second try usually fits.
             if "timed out during startup" not in str(exc) or attempt == START_ATTEMPTS:
                 raise
-            print(f"[raylab] Ray's node did not register within 30 s (busy machine?); "
-                  f"starting it again (attempt {attempt + 1} of {START_ATTEMPTS})", flush=True)
+            print("[raylab] " + _("Ray's node did not register within 30 s (busy machine?); starting it "
+                                  "again (attempt {attempt} of {attempts})").format(
+                      attempt=attempt + 1, attempts=START_ATTEMPTS), flush=True)
 
 
 START_ATTEMPTS = 2
@@ -199,10 +201,10 @@ def _require_token_mode() -> None:
     from ray._raylet import AuthenticationMode, get_authentication_mode
 
     if get_authentication_mode() != AuthenticationMode.TOKEN:
-        raise RuntimeError(
+        raise RuntimeError(_(
             "Token authentication must be on before Ray is imported: start JupyterLab with "
             "`RAYLAB_RAY_AUTH=token make lab` (it exports RAY_AUTH_MODE=token), then restart "
-            "the kernel.")
+            "the kernel."))
 
 
 def stop_cluster(wait_s: float = 15.0) -> list[dict]:
@@ -265,10 +267,10 @@ def setup(name: str, *, num_cpus: int = CLUSTER_CPUS, resources: dict | None = N
         import ray
 
         lab.resources = dict(ray.cluster_resources())
-    mode = "grading" if lab.grading else "learner"
+    mode = _("grading mode") if lab.grading else _("learner mode")
     cpus = lab.resources.get("CPU", 0)
-    print(f"[raylab] {name}: Ray {_ray_version()} ({mode} mode), "
-          f"{cpus:g} logical CPUs, scratch at {lab.storage}")
+    print(f"[raylab] {name}: " + _("Ray {version} ({mode}), {cpus:g} logical CPUs, scratch at {storage}").format(
+        version=_ray_version(), mode=mode, cpus=cpus, storage=lab.storage))
     return lab
 
 
@@ -276,10 +278,10 @@ def teardown() -> None:
     """Last cell of every lab: stop Ray and confirm no Ray process is left behind."""
     left = stop_cluster()
     if left:
-        print(f"[raylab] {len(left)} Ray process(es) still running: "
-              + ", ".join(str(p["pid"]) for p in left))
+        print("[raylab] " + _("{n} Ray process(es) still running: {pids}").format(
+            n=len(left), pids=", ".join(str(p["pid"]) for p in left)))
     else:
-        print("[raylab] Ray is stopped; no Ray process left.")
+        print("[raylab] " + _("Ray is stopped; no Ray process left."))
 
 
 def _ray_version() -> str:

@@ -23,6 +23,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from raylab.i18n import _
+
 CPU_BACKEND = "gloo"
 GPU_BACKEND = "nccl"
 
@@ -62,13 +64,13 @@ def plan_devices(cuda_available: bool, gpu_count: int, *, num_workers: int | Non
     - Otherwise: ``num_workers`` (default ``cpu_workers``) CPU workers of 1 CPU each, backend gloo.
     """
     if gpu_count < 0:
-        raise ValueError(f"gpu_count must be >= 0, got {gpu_count}")
+        raise ValueError(_("gpu_count must be >= 0, got {n}").format(n=gpu_count))
     if num_workers is not None and num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        raise ValueError(_("num_workers must be >= 1, got {n}").format(n=num_workers))
     if cuda_available and gpu_count > 0 and not force_cpu:
         if num_workers is not None and num_workers > gpu_count:
-            raise ValueError(f"asked for {num_workers} GPU workers but only {gpu_count} GPU(s) "
-                             "are visible: one worker per GPU")
+            raise ValueError(_("asked for {workers} GPU workers but only {gpus} GPU(s) are visible: "
+                               "one worker per GPU").format(workers=num_workers, gpus=gpu_count))
         workers = num_workers or gpu_count
         return DevicePlan(True, "cuda", GPU_BACKEND, workers, {"GPU": 1},
                           f"{gpu_count} CUDA device(s): {workers} worker(s), 1 GPU each, NCCL")
@@ -91,7 +93,7 @@ def scaling_plans(cuda_available: bool, gpu_count: int, counts=(1, 2)) -> list[D
     """
     counts = sorted(set(int(c) for c in counts))
     if not counts or counts[0] < 1:
-        raise ValueError(f"worker counts must be >= 1, got {counts}")
+        raise ValueError(_("worker counts must be >= 1, got {counts}").format(counts=counts))
     on_gpu = cuda_available and gpu_count >= counts[-1]
     plans = [plan_devices(on_gpu, gpu_count if on_gpu else 0, num_workers=c) for c in counts]
     if cuda_available and gpu_count > 0 and not on_gpu:
@@ -143,8 +145,8 @@ def detect_cluster(*, num_workers: int | None = None, cpu_workers: int = 2,
     import ray
 
     if not ray.is_initialized():
-        raise RuntimeError("detect_cluster() asks the running cluster: call ray.init() "
-                           "(or raylab.setup()) first")
+        raise RuntimeError(_("detect_cluster() asks the running cluster: call ray.init() "
+                             "(or raylab.setup()) first"))
     return plan_from_cluster(ray.cluster_resources(), num_workers=num_workers,
                              cpu_workers=cpu_workers, force_cpu=force_cpu)
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from raylab.i18n import _
 from raylab.kuberay_schema import (
     CRD_FILES, SchemaProblem, _problems_from_error, _validator, format_path, format_problems,
     served_versions)
@@ -54,12 +55,12 @@ def load_manifest(source) -> dict:
                                     and source.endswith((".yaml", ".yml"))):
         source = Path(source).read_text()
     if not isinstance(source, str):
-        raise TypeError(f"expected a dict, a path or YAML text, got {type(source).__name__}")
+        raise TypeError(_("expected a dict, a path or YAML text, got {type}").format(type=type(source).__name__))
     docs = [d for d in yaml.safe_load_all(source) if d is not None]
     if len(docs) != 1:
-        raise ValueError(f"expected exactly one YAML document, found {len(docs)}")
+        raise ValueError(_("expected exactly one YAML document, found {n}").format(n=len(docs)))
     if not isinstance(docs[0], dict):
-        raise ValueError(f"a manifest is a YAML mapping, got {type(docs[0]).__name__}")
+        raise ValueError(_("a manifest is a YAML mapping, got {type}").format(type=type(docs[0]).__name__))
     return docs[0]
 
 
@@ -107,22 +108,24 @@ def validate_manifest(manifest, *, strict: bool = True) -> list[SchemaProblem]:
     m = load_manifest(manifest)
     kind = m.get("kind")
     if kind not in CRD_FILES:
-        return [SchemaProblem("kind", f"expected one of {sorted(CRD_FILES)}, got {kind!r}")]
+        return [SchemaProblem("kind", _("expected one of {allowed}, got {value!r}").format(
+            allowed=sorted(CRD_FILES), value=kind))]
     api_version = m.get("apiVersion")
-    group, _, version = str(api_version).partition("/")
+    group, _slash, version = str(api_version).partition("/")
     versions = served_versions(kind)
     if group != API_GROUP or version not in versions:
         wanted = ", ".join(f"{API_GROUP}/{v}" for v in versions)
-        return [SchemaProblem("apiVersion", f"expected one of {wanted}, got {api_version!r}")]
+        return [SchemaProblem("apiVersion", _("expected one of {allowed}, got {value!r}").format(
+            allowed=wanted, value=api_version))]
     problems = []
     meta = m.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(meta, dict) or not name:
-        problems.append(SchemaProblem("metadata.name", "required field is missing"))
+        problems.append(SchemaProblem("metadata.name", _("required field is missing")))
     elif not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
         problems.append(SchemaProblem(
-            "metadata.name", f"{name!r} is not a valid name (lower-case letters, digits, '-' and "
-            "'.', starting and ending with a letter or digit)"))
+            "metadata.name", _("{name!r} is not a valid name (lower-case letters, digits, '-' and "
+                               "'.', starting and ending with a letter or digit)").format(name=name)))
     for err in _validator(kind, version, strict).iter_errors(m):
         problems.extend(_problems_from_error(err, kind, version))
     return sorted(set(problems))
@@ -149,8 +152,8 @@ def operator_problems(manifest) -> list[SchemaProblem]:
     name = (m.get("metadata") or {}).get("name") or ""
     if not _DNS1035_LABEL.match(name):
         problems.append(SchemaProblem("metadata.name",
-                                      f"KubeRay wants a DNS-1035 label (start with a letter, no "
-                                      f"'.'), got {name!r}"))
+                                      _("KubeRay wants a DNS-1035 label (start with a letter, no "
+                                        "'.'), got {name!r}").format(name=name)))
     spec, prefix = cluster_spec_and_path(m)
     groups = [(prefix + ["headGroupSpec"], spec.get("headGroupSpec") or {})]
     groups += [(prefix + ["workerGroupSpecs", i], g)
@@ -159,14 +162,14 @@ def operator_problems(manifest) -> list[SchemaProblem]:
         params = g.get("rayStartParams") or {}
         if g.get("resources") and any(params.get(k) for k in ("num-cpus", "num-gpus", "memory",
                                                                "resources")):
-            problems.append(SchemaProblem(format_path(path), "KubeRay rejects Ray resources set "
-                                          "both in rayStartParams and in resources"))
+            problems.append(SchemaProblem(format_path(path), _("KubeRay rejects Ray resources set "
+                                                                 "both in rayStartParams and in resources")))
         lo, hi = g.get("minReplicas"), g.get("maxReplicas")
         for key, val in (("minReplicas", lo), ("maxReplicas", hi)):
             if isinstance(val, int) and val < 0:
-                problems.append(SchemaProblem(format_path(path + [key]), "must not be negative"))
+                problems.append(SchemaProblem(format_path(path + [key]), _("must not be negative")))
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
             problems.append(SchemaProblem(format_path(path),
-                                          f"minReplicas {lo} is greater than maxReplicas {hi}"))
+                                          _("minReplicas {lo} is greater than maxReplicas {hi}").format(lo=lo, hi=hi)))
     return problems
 

@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from raylab.i18n import _
 from raylab.kuberay import cluster_spec_and_path, load_manifest
 
 # Volume kinds whose data outlives a Pod and can be mounted by Pods on several nodes (for a PVC,
@@ -28,12 +29,12 @@ _SUFFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e
 def parse_quantity(value) -> float:
     """A Kubernetes quantity as a number: ``"500m"`` -> 0.5, ``"8Gi"`` -> 8 * 2**30, ``4`` -> 4.0."""
     if isinstance(value, bool):
-        raise ValueError(f"not a quantity: {value!r}")
+        raise ValueError(_("not a quantity: {value!r}").format(value=value))
     if isinstance(value, (int, float)):
         return float(value)
     match = _QUANTITY.match(str(value).strip())
     if not match:
-        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+        raise ValueError(_("not a Kubernetes quantity: {value!r}").format(value=value))
     number = float(match.group("num"))
     suffix = match.group("suffix") or ""
     if suffix[:1] in ("e", "E"):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from raylab.i18n import N_, _
+
 CRD_DIR = Path(__file__).resolve().parent / "kuberay_crds"
 CRD_FILES = {"RayJob": "ray.io_rayjobs.yaml", "RayCluster": "ray.io_rayclusters.yaml"}
 
@@ -22,7 +24,7 @@ CRD_FILES = {"RayJob": "ray.io_rayjobs.yaml", "RayCluster": "ray.io_rayclusters.
 @functools.lru_cache(maxsize=None)
 def _crd(kind: str) -> dict:
     if kind not in CRD_FILES:
-        raise KeyError(f"no CRD for kind {kind!r}; known: {sorted(CRD_FILES)}")
+        raise KeyError(_("no CRD for kind {kind!r}; known: {known}").format(kind=kind, known=sorted(CRD_FILES)))
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is 5x faster here
     with open(CRD_DIR / CRD_FILES[kind]) as fh:
         return yaml.load(fh, Loader=loader)
@@ -44,7 +46,7 @@ def crd_schema(kind: str, version: str = "v1") -> dict:
     for v in _crd(kind)["spec"]["versions"]:
         if v["name"] == version and v.get("served"):
             return copy.deepcopy(v["schema"]["openAPIV3Schema"])
-    raise KeyError(f"{kind} CRD does not serve version {version!r}")
+    raise KeyError(_("{kind} CRD does not serve version {version!r}").format(kind=kind, version=version))
 
 
 def _adapt(node, strict: bool):
@@ -123,25 +125,25 @@ def format_problems(problems) -> str:
     return "\n".join(lines)
 
 
-_JSON_TYPE = {"string": "a string", "integer": "an integer", "number": "a number",
-              "boolean": "a boolean (true/false)", "object": "a mapping", "array": "a list"}
+_JSON_TYPE = {"string": N_("a string"), "integer": N_("an integer"), "number": N_("a number"),
+              "boolean": N_("a boolean (true/false)"), "object": N_("a mapping"), "array": N_("a list")}
 
 
 def _yaml_kind(value) -> str:
     if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
+        return _("the boolean {value}").format(value=str(value).lower())
     if isinstance(value, int):
-        return f"the integer {value}"
+        return _("the integer {value}").format(value=value)
     if isinstance(value, float):
-        return f"the number {value}"
+        return _("the number {value}").format(value=value)
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return _("the string {value!r}").format(value=value)
     if value is None:
         return "null"
     if isinstance(value, dict):
-        return "a mapping"
+        return _("a mapping")
     if isinstance(value, list):
-        return "a list"
+        return _("a list")
     return type(value).__name__
 
 
@@ -152,33 +154,33 @@ def _problems_from_error(err, kind: str, version: str) -> list[SchemaProblem]:
     if err.validator == "additionalProperties" and isinstance(value, dict):
         known = set(schema.get("properties", {}))
         return [SchemaProblem(format_path(path + [k]),
-                              f"unknown field (the {kind} {version} schema has no such field; "
-                              "check the spelling and the indentation)")
+                              _("unknown field (the {kind} {version} schema has no such field; "
+                                "check the spelling and the indentation)").format(kind=kind, version=version))
                 for k in sorted(set(value) - known)]
     if err.validator == "required" and isinstance(value, dict):
-        return [SchemaProblem(format_path(path + [k]), "required field is missing")
+        return [SchemaProblem(format_path(path + [k]), _("required field is missing"))
                 for k in err.validator_value if k not in value]
     if err.validator == "type":
         wanted = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
-        wanted_text = " or ".join(_JSON_TYPE.get(t, t) for t in wanted if t != "null")
-        msg = f"expected {wanted_text}, got {_yaml_kind(value)}"
+        wanted_text = _(" or ").join(_(_JSON_TYPE[t]) if t in _JSON_TYPE else t for t in wanted if t != "null")
+        msg = _("expected {wanted}, got {value}").format(wanted=wanted_text, value=_yaml_kind(value))
         if "string" in wanted and isinstance(value, (bool, int, float)):
             quoted = str(value).lower() if isinstance(value, bool) else str(value)
-            msg += f' (quote it in YAML: "{quoted}")'
+            msg += _(' (quote it in YAML: "{quoted}")').format(quoted=quoted)
         elif "integer" in wanted and isinstance(value, str):
-            msg += " (write the number without quotes)"
+            msg += _(" (write the number without quotes)")
         return [SchemaProblem(format_path(path), msg)]
     if err.validator == "pattern" and schema.get("x-kubernetes-int-or-string"):
         return [SchemaProblem(format_path(path),
-                              f"{value!r} is not a Kubernetes quantity (write e.g. 8, \"500m\" "
-                              "or \"32Gi\")")]
+                              _("{value!r} is not a Kubernetes quantity (write e.g. 8, \"500m\" "
+                                "or \"32Gi\")").format(value=value))]
     if err.validator == "anyOf" and schema.get("x-kubernetes-int-or-string"):
         return [SchemaProblem(format_path(path),
-                              f"expected an integer or a string, got {_yaml_kind(value)}")]
+                              _("expected an integer or a string, got {value}").format(value=_yaml_kind(value)))]
     if err.validator == "enum":
         return [SchemaProblem(format_path(path),
-                              f"{value!r} is not one of {list(err.validator_value)}")]
+                              _("{value!r} is not one of {allowed}").format(value=value, allowed=list(err.validator_value)))]
     if err.validator == "format":
         return [SchemaProblem(format_path(path),
-                              f"{value!r} does not fit the {err.validator_value} format")]
+                              _("{value!r} does not fit the {format} format").format(value=value, format=err.validator_value))]
     return [SchemaProblem(format_path(path), err.message)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from raylab.i18n import _
 from raylab.kuberay import load_example
 
 FINDING_CODES = {
@@ -84,7 +85,7 @@ class Plan:
 
     def __post_init__(self):
         if self.tune_config is not None and self.tune_config.max_concurrent_trials is None:
-            raise ValueError("a plan with Tune must set TuneConfig(max_concurrent_trials=...)")
+            raise ValueError(_("a plan with Tune must set TuneConfig(max_concurrent_trials=...)"))
 
 
 # What the kubelet of one m5.xlarge node reports as its memory capacity (kubectl describe node,

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import math
 
+from raylab.i18n import _
+
 
 def default_detection_s() -> float:
     """Ray Train's default worker health-check timeout (``RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S``)."""
@@ -53,7 +55,7 @@ def _limits(failure_config) -> tuple[int, int, int]:
               failure_config.max_preemption_failures)
     for value in limits:
         if isinstance(value, bool) or not isinstance(value, int) or value < -1:
-            raise ValueError(f"retry limits are integers >= -1, got {limits}")
+            raise ValueError(_("retry limits are integers >= -1, got {limits}").format(limits=limits))
     return limits
 
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from raylab.i18n import _
+
 
 def session_dir() -> Path:
     """The folder of the running Ray session (``/tmp/ray/session_<date>`` by default; ``session_latest``
@@ -19,7 +21,7 @@ def session_dir() -> Path:
 
     node = ray._private.worker._global_node
     if node is None:
-        raise RuntimeError("Ray is not running in this process: start it first (raylab.setup or ray.init)")
+        raise RuntimeError(_("Ray is not running in this process: start it first (raylab.setup or ray.init)"))
     return Path(node.get_session_dir_path())
 
 
@@ -47,7 +49,7 @@ def controller_log(run_name: str, lines_per_message: int = 3) -> list[str]:
             if record.get("run_name") == run_name:
                 text = " | ".join(record.get("message", "").strip().splitlines()[:lines_per_message])
                 found.append((record.get("timestamp_ns", 0), record.get("asctime", "")[11:19], text))
-    return [f"{clock}  {text}" for _, clock, text in sorted(found)]
+    return [f"{clock}  {text}" for _when, clock, text in sorted(found)]
 
 
 def tail(path: str | Path, lines: int = 10) -> str:
@@ -86,7 +88,7 @@ def cluster_status(timeout_s: float = 60) -> str:
 
     node = ray._private.worker._global_node
     if node is None:
-        raise RuntimeError("Ray is not running in this process: start it first (raylab.setup or ray.init)")
+        raise RuntimeError(_("Ray is not running in this process: start it first (raylab.setup or ray.init)"))
     ray_cli = Path(sys.executable).parent / "ray"
     done = subprocess.run([str(ray_cli), "status", "--address", node.gcs_address],
                           capture_output=True, text=True, timeout=timeout_s)

@@ -147,7 +147,8 @@ def test_a_submission_s_code_and_its_cells_left_out_change_that_grading_only(tre
 @pytest.mark.parametrize("path", ["grader/grading/autograde.py", "grader/grading/trim.py", "grader/grading/nbgrader_ext.py",
                                   "grader/grading/isolation.py", "grader/grading/nbgrader_config.py", "nbgrader_config.py",
                                   "grader/grading/sandbox/enter.sh", "src/raylab/checks/common.py",
-                                  "src/raylab/kuberay_crds/README.md"])
+                                  "src/raylab/kuberay_crds/README.md", "src/raylab/locale/ja.po",
+                                  "grader/grading/edition.py"])
 def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     subs = _submissions(ROOT)
     before = _keys(tree, subs)

@@ -12,6 +12,8 @@ import json
 import os
 import sys
 
+from raylab.i18n import _
+
 RESULT_KEYS = ("best_config", "best_checkpoint", "test_accuracy", "tune_results")
 ALLOWED_THIRD_PARTY = {"ray", "torch", "numpy"}
 
@@ -172,6 +174,7 @@ def shared_parts(records: list[dict], most: float = 0.5) -> list[str]:
             for b in workers[i + 1:]:
                 common = len(set(a["last_rows"]) & set(b["last_rows"]))
                 if common > most * min(len(a["last_rows"]), len(b["last_rows"])):
-                    found.append(f"{a.get('run')}: ranks {a.get('rank')} and {b.get('rank')} trained on "
-                                 f"{common} of the same points in epoch {reports}")
+                    found.append(_("{run}: ranks {a} and {b} trained on {common} of the same points in "
+                                   "epoch {epoch}").format(run=a.get("run"), a=a.get("rank"), b=b.get("rank"),
+                                                           common=common, epoch=reports))
     return found

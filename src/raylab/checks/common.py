@@ -1,11 +1,15 @@
 """Readable checks for test cells: they say what is wrong and where to look.
 
 A failed check raises ``AssertionError`` with a message written for the learner, so nbgrader's
-feedback and the Validate button show a sentence instead of a bare ``assert`` line.
+feedback and the Validate button show a sentence instead of a bare ``assert`` line. The sentences
+raylab writes are in the learner's language (``RAYLAB_LANG``, :mod:`raylab.i18n`); a ``message`` or
+``what`` passed in is shown as given.
 """
 from __future__ import annotations
 
 import math
+
+from raylab.i18n import _
 
 
 class CheckFailed(AssertionError):
@@ -15,32 +19,35 @@ class CheckFailed(AssertionError):
 def check(condition, message: str, *, hint: str | None = None) -> None:
     """Fail with ``message`` (and an optional pointer to the section to reread) unless true."""
     if not condition:
-        text = message if hint is None else f"{message}\nHint: {hint}"
+        text = message if hint is None else message + "\n" + _("Hint: {hint}").format(hint=hint)
         raise CheckFailed(text)
 
 
 def check_equal(actual, expected, what: str, *, hint: str | None = None) -> None:
-    check(actual == expected, f"{what}: expected {expected!r}, got {actual!r}.", hint=hint)
+    check(actual == expected, _("{what}: expected {expected!r}, got {actual!r}.").format(
+        what=what, expected=expected, actual=actual), hint=hint)
 
 
 def check_close(actual, expected, what: str, *, rel: float = 1e-6, abs_tol: float = 1e-9,
                 hint: str | None = None) -> None:
     check(isinstance(actual, (int, float)) and not isinstance(actual, bool),
-          f"{what}: expected a number, got {type(actual).__name__} ({actual!r}).", hint=hint)
+          _("{what}: expected a number, got {type} ({actual!r}).").format(
+              what=what, type=type(actual).__name__, actual=actual), hint=hint)
     check(math.isclose(actual, expected, rel_tol=rel, abs_tol=abs_tol),
-          f"{what}: expected about {expected!r}, got {actual!r}.", hint=hint)
+          _("{what}: expected about {expected!r}, got {actual!r}.").format(
+              what=what, expected=expected, actual=actual), hint=hint)
 
 
 def check_type(value, types, what: str, *, hint: str | None = None) -> None:
-    names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-    check(isinstance(value, types), f"{what} should be a {names}, got {type(value).__name__}.",
-          hint=hint)
+    names = _(" or ").join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+    check(isinstance(value, types), _("{what} should be a {names}, got {type}.").format(
+        what=what, names=names, type=type(value).__name__), hint=hint)
 
 
 def check_keys(mapping, keys, what: str, *, hint: str | None = None) -> None:
     check_type(mapping, dict, what, hint=hint)
     missing = [k for k in keys if k not in mapping]
-    check(not missing, f"{what} is missing the key(s) {missing}.", hint=hint)
+    check(not missing, _("{what} is missing the key(s) {missing}.").format(what=what, missing=missing), hint=hint)
 
 
 def check_raises(exc_types, fn, what: str, *, hint: str | None = None):
@@ -50,6 +57,7 @@ def check_raises(exc_types, fn, what: str, *, hint: str | None = None):
     except exc_types as exc:  # the expected failure
         return exc
     except Exception as exc:  # noqa: BLE001 - report what was raised instead
-        raise CheckFailed(f"{what}: expected {exc_types!r}, got {type(exc).__name__}: {exc}") from exc
-    raise CheckFailed(f"{what}: expected {exc_types!r} to be raised, but nothing was raised."
-                      + (f"\nHint: {hint}" if hint else ""))
+        raise CheckFailed(_("{what}: expected {expected!r}, got {type}: {exc}").format(
+            what=what, expected=exc_types, type=type(exc).__name__, exc=exc)) from exc
+    raise CheckFailed(_("{what}: expected {expected!r} to be raised, but nothing was raised.").format(
+        what=what, expected=exc_types) + ("\n" + _("Hint: {hint}").format(hint=hint) if hint else ""))

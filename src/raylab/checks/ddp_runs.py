@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from raylab.checks.common import CheckFailed, check
 from raylab.cluster import env_vars
+from raylab.i18n import _
 
 
 def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: int = 2,
@@ -37,13 +38,14 @@ def fit_and_collect(train_fn, config: dict, *, storage_path: str, num_workers: i
         try:
             result = trainer.fit()
         except ray.train.WorkerGroupError as exc:
-            failures = "; ".join(f"rank {rank}: {_first_line(err)}"
+            failures = "; ".join(_("rank {rank}: {error}").format(rank=rank, error=_first_line(err))
                                  for rank, err in sorted(exc.worker_failures.items()))
-            raise CheckFailed(f"the training function raised on a worker ({failures}).\n"
-                              "Hint: run it again and read the worker's traceback above.") from None
+            raise CheckFailed(_("the training function raised on a worker ({failures}).").format(failures=failures)
+                              + "\n" + _("Hint: {hint}").format(
+                                  hint=_("run it again and read the worker's traceback above."))) from None
         except ray.train.TrainingFailedError as exc:
-            raise CheckFailed(f"the training run failed before or outside your function: "
-                              f"{_first_line(exc)}") from None
+            raise CheckFailed(_("the training run failed before or outside your function: {error}").format(
+                error=_first_line(exc))) from None
     return check_per_rank_list(result.return_value, num_workers)
 
 
@@ -51,9 +53,9 @@ def check_per_rank_list(value, num_workers: int) -> list:
     """``value`` if it is a list of one dict per rank; otherwise a readable check failure."""
     check(isinstance(value, list) and len(value) == num_workers
           and all(isinstance(d, dict) for d in value),
-          f"rank 0 should return a list with one diagnostics dict per rank ({num_workers}), "
-          f"got {type(value).__name__}: {str(value)[:200]}",
-          hint="collect them with raylab.ddp.gather(diagnostics) on every rank and return that")
+          _("rank 0 should return a list with one diagnostics dict per rank ({n}), got {type}: {value}").format(
+              n=num_workers, type=type(value).__name__, value=str(value)[:200]),
+          hint=_("collect them with raylab.ddp.gather(diagnostics) on every rank and return that"))
     return value
 
 

@@ -17,11 +17,16 @@ from __future__ import annotations
 import os
 
 from raylab.checks.common import CheckFailed
+from raylab.i18n import _
 
 # Ray Train reads these from the driver's environment when a run starts. Only the report barrier
 # is bounded: the worker-group start keeps Ray's own limit (60 s), which a loaded 2-core machine
 # needs.
 TIMEOUT_VARS = ("RAY_TRAIN_COLLECTIVE_TIMEOUT_S",)
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__name__", None) or _("your function")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -47,24 +52,26 @@ def run_bounded(fn, *args, timeout_s: float = 30.0, **kwargs):
         try:
             out = fn(*args, **kwargs)
         except NotImplementedError:
-            raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} is not written yet "
-                              "(it raised NotImplementedError).") from None
+            raise CheckFailed(_("{name} is not written yet (it raised NotImplementedError).").format(
+                name=_name(fn))) from None
         except ray.train.WorkerGroupError as exc:
-            failures = "; ".join(f"rank {rank}: {_first_line(err)}"
+            failures = "; ".join(_("rank {rank}: {error}").format(rank=rank, error=_first_line(err))
                                  for rank, err in sorted(exc.worker_failures.items()))
-            hint = ("every rank must call ray.train.report the same number of times"
-                    if "ollective" in failures else "read the worker's traceback printed above")
-            raise CheckFailed(f"the training function raised on a worker ({failures}).\nHint: {hint}") from None
+            hint = (_("every rank must call ray.train.report the same number of times")
+                    if "ollective" in failures else _("read the worker's traceback printed above"))
+            raise CheckFailed(_("the training function raised on a worker ({failures}).").format(failures=failures)
+                              + "\n" + _("Hint: {hint}").format(hint=hint)) from None
         except ray.train.TrainingFailedError as exc:
-            raise CheckFailed(f"the Train run failed before or outside your training function: "
-                              f"{_first_line(exc)}") from None
+            raise CheckFailed(_("the Train run failed before or outside your training function: {error}").format(
+                error=_first_line(exc))) from None
         except Exception as exc:  # noqa: BLE001 - the learner's driver code raised: say what
             hint = ""
             if isinstance(exc, (AttributeError, TypeError)) and "NoneType" in str(exc):
-                hint = ("\nHint: a Result field was None; in Train V2 result.checkpoint and "
-                        "result.metrics are None when no ray.train.report call carried a checkpoint")
-            raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} raised "
-                              f"{_first_line(exc)}{hint}") from None
+                hint = "\n" + _("Hint: {hint}").format(hint=_(
+                    "a Result field was None; in Train V2 result.checkpoint and result.metrics are None "
+                    "when no ray.train.report call carried a checkpoint"))
+            raise CheckFailed(_("{name} raised {error}").format(name=_name(fn), error=_first_line(exc))
+                              + hint) from None
     return out, worker_group_sizes(exclude=before)
 
 

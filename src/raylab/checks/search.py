@@ -20,6 +20,7 @@ import pickle
 import time
 
 from raylab.checks.common import check, check_equal
+from raylab.i18n import _
 from raylab.tuning import max_overlap
 
 PROBE_SECONDS = 1.0
@@ -54,29 +55,31 @@ def check_search_run(results, *, num_samples: int, experiment: str, storage_path
     """Every trial ran to its report, ``num_samples`` of them, into ``<storage_path>/<experiment>``,
     and the results' best is the highest ``val_accuracy``."""
     check(hasattr(results, "get_best_result") and hasattr(results, "errors"),
-          f"fit() gave {type(results).__name__}; expected a ResultGrid", hint="return the Tuner; the test runs it")
-    check(not results.errors, f"{len(results.errors)} trial(s) failed: {str(results.errors[0])[:300] if results.errors else ''}")
-    check_equal(len(results), num_samples, "trials that ran",
-                hint="how many trials did you ask Tune for, and where does the Tuner learn that number?")
+          _("fit() gave {type}; expected a ResultGrid").format(type=type(results).__name__),
+          hint=_("return the Tuner; the test runs it"))
+    check(not results.errors, _("{n} trial(s) failed: {first}").format(
+        n=len(results.errors), first=str(results.errors[0])[:300] if results.errors else ""))
+    check_equal(len(results), num_samples, _("trials that ran"),
+                hint=_("how many trials did you ask Tune for, and where does the Tuner learn that number?"))
     check_equal(os.path.realpath(results.experiment_path), os.path.realpath(os.path.join(storage_path, experiment)),
-                "folder of the experiment",
-                hint=f"the experiment should be written to <storage_path>/{experiment}: where does the Tuner "
-                     "learn the experiment's name and the folder to write it to?")
+                _("folder of the experiment"),
+                hint=_("the experiment should be written to <storage_path>/{experiment}: where does the Tuner "
+                       "learn the experiment's name and the folder to write it to?").format(experiment=experiment))
     best = max(r.metrics["val_accuracy"] for r in results)
     check_equal(results.get_best_result().metrics["val_accuracy"], best,
-                "val_accuracy of get_best_result() (the highest of the trials)",
-                hint="which metric does the TuneConfig optimise, and in which direction?")
+                _("val_accuracy of get_best_result() (the highest of the trials)"),
+                hint=_("which metric does the TuneConfig optimise, and in which direction?"))
 
 
 def check_two_at_a_time(intervals, label: str) -> None:
     """At most two of ``intervals`` overlapped, and two did."""
     most = max_overlap(intervals)
-    check(most <= 2, f"{label}: {most} at once; the exercise allows 2",
-          hint="more than 2 trials ran at once: what limits how many trials Tune runs together? If you "
-               "built the searcher yourself, does it follow that limit?")
-    check(most == 2, f"{label}: never 2 at once, so the run took twice as long as it needed",
-          hint="the trials ran one after another: with this searcher, what decides how many trials Tune keeps "
-               "in flight at once?")
+    check(most <= 2, _("{label}: {most} at once; the exercise allows 2").format(label=label, most=most),
+          hint=_("more than 2 trials ran at once: what limits how many trials Tune runs together? If you "
+                 "built the searcher yourself, does it follow that limit?"))
+    check(most == 2, _("{label}: never 2 at once, so the run took twice as long as it needed").format(label=label),
+          hint=_("the trials ran one after another: with this searcher, what decides how many trials Tune keeps "
+                 "in flight at once?"))
 
 
 def check_adaptive_study(results, *, num_samples: int) -> None:
@@ -85,19 +88,20 @@ def check_adaptive_study(results, *, num_samples: int) -> None:
     import optuna
 
     study = optuna_study(results.experiment_path)
-    check(study is not None, "the experiment saved no Optuna searcher state: its searcher was not OptunaSearch",
-          hint="with adaptive=True, which searcher proposed the trials' configurations, and how did the "
-               "Tuner learn which one to use?")
-    check_equal(study.direction, optuna.study.StudyDirection.MAXIMIZE, "direction of the Optuna study",
-                hint="the study did not try to make val_accuracy as high as possible: does the searcher know "
-                     "which metric to optimise, and in which direction?")
+    check(study is not None, _("the experiment saved no Optuna searcher state: its searcher was not OptunaSearch"),
+          hint=_("with adaptive=True, which searcher proposed the trials' configurations, and how did the "
+                 "Tuner learn which one to use?"))
+    check_equal(study.direction, optuna.study.StudyDirection.MAXIMIZE, _("direction of the Optuna study"),
+                hint=_("the study did not try to make val_accuracy as high as possible: does the searcher know "
+                       "which metric to optimise, and in which direction?"))
     told = sorted((t.params.get("lr"), t.value) for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
     ran = sorted((r.config["lr"], r.metrics["val_accuracy"]) for r in results)
-    check_equal(len(told), num_samples, "trials whose val_accuracy the Optuna study was told")
+    check_equal(len(told), num_samples, _("trials whose val_accuracy the Optuna study was told"))
     check(all(math.isclose(a[0], b[0]) and math.isclose(a[1], b[1]) for a, b in zip(told, ran)),
-          f"the study's (lr, value) pairs {told[:3]}... are not the trials' (lr, val_accuracy) {ran[:3]}...",
-          hint="the study was told other values than the trials reported: which metric is the searcher "
-               "learning from?")
+          _("the study's (lr, value) pairs {told}... are not the trials' (lr, val_accuracy) {ran}...").format(
+              told=told[:3], ran=ran[:3]),
+          hint=_("the study was told other values than the trials reported: which metric is the searcher "
+                 "learning from?"))
 
 
 def run_times(results) -> list:
@@ -116,6 +120,7 @@ def tpe_startup_trials(results) -> int | None:
 def check_shared_processes(results) -> None:
     """Fewer processes than trials: Tune ran a new trial in a finished trial's process."""
     pids = {r.metrics.get("pid") for r in results}
-    check(len(pids) < len(results), f"{len(results)} trials ran in {len(pids)} processes, one each",
-          hint="every trial started a process of its own: what would let a new trial start in the process "
-               "of one that finished?")
+    check(len(pids) < len(results), _("{trials} trials ran in {processes} processes, one each").format(
+              trials=len(results), processes=len(pids)),
+          hint=_("every trial started a process of its own: what would let a new trial start in the process "
+                 "of one that finished?"))

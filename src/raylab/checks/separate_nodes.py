@@ -58,12 +58,13 @@ def call(fn, *args, timeout_s: float = 240.0, **kwargs):
     What ``fn`` raises comes back as :class:`raylab.checks.common.CheckFailed` with its message (a
     ``CheckFailed`` raised in the child keeps its own text)."""
     from raylab.checks.common import CheckFailed
+    from raylab.i18n import _
     from raylab.child_process import run_in_child
 
     run = run_in_child(lambda: fn(*args, **kwargs), timeout_s=timeout_s, env=job_config_env())
     if run.error is not None:
         message = run.error.removeprefix("CheckFailed: ")
         if run.timed_out:
-            message = f"the run did not finish in {timeout_s:g} s (a rank waiting forever?)"
+            message = _("the run did not finish in {seconds:g} s (a rank waiting forever?)").format(seconds=timeout_s)
         raise CheckFailed(message)
     return run.value

@@ -16,6 +16,7 @@ import time
 import uuid
 
 from raylab.checks.common import CheckFailed, check, check_equal
+from raylab.i18n import _
 
 CRASH_MARK = "crashed-once"
 STATE_FILE = "state.pt"
@@ -29,9 +30,10 @@ def check_spiral_results(results) -> None:
     """Raise :class:`CheckFailed` unless ``results`` is a ``ResultGrid`` whose trials all finished
     without an error."""
     check(hasattr(results, "get_best_result") and hasattr(results, "errors"),
-          f"tune_spirals returned {type(results).__name__} as results; expected the ResultGrid",
+          _("tune_spirals returned {type} as results; expected the ResultGrid").format(
+              type=type(results).__name__),
           hint="results = tuner.fit(); return results, best")
-    check(not results.errors, f"some trials failed: {results.errors}")
+    check(not results.errors, _("some trials failed: {errors}").format(errors=results.errors))
 
 
 def check_spiral_grid(results, *, lrs, hiddens) -> None:
@@ -39,8 +41,8 @@ def check_spiral_grid(results, *, lrs, hiddens) -> None:
     each pair once."""
     expected = sorted((lr, h) for lr in lrs for h in hiddens)
     ran = sorted((_key(r.config) for r in results), key=repr)
-    check_equal(ran, sorted(expected, key=repr), "the (lr, hidden) pairs that ran",
-                hint="a grid: tune.grid_search(lrs) and tune.grid_search(hiddens) in the param_space")
+    check_equal(ran, sorted(expected, key=repr), _("the (lr, hidden) pairs that ran"),
+                hint=_("a grid: tune.grid_search(lrs) and tune.grid_search(hiddens) in the param_space"))
 
 
 def check_spiral_reports(results, *, epochs: int, metric: str = "val_accuracy") -> None:
@@ -49,32 +51,37 @@ def check_spiral_reports(results, *, epochs: int, metric: str = "val_accuracy") 
     reports = {}
     for r in results:
         history = r.metrics_dataframe
-        check(history is not None and metric in history, f"trial {r.config} never reported {metric!r}",
-              hint=f'tune.report({{"{metric}": ...}}) after each epoch')
+        check(history is not None and metric in history,
+              _("trial {config} never reported {metric!r}").format(config=r.config, metric=metric),
+              hint=_('tune.report({{"{metric}": ...}}) after each epoch').format(metric=metric))
         values = list(history[metric])
-        check(all(0.0 <= v <= 1.0 for v in values), f"trial {r.config} reported {metric} values {values}, "
-              "not accuracies between 0 and 1")
-        check(len(values) <= epochs, f"trial {r.config} reported {len(values)} times; at most one report "
-              f"per epoch for {epochs} epochs", hint='train for config["epochs"] epochs')
+        check(all(0.0 <= v <= 1.0 for v in values),
+              _("trial {config} reported {metric} values {values}, not accuracies between 0 and 1").format(
+                  config=r.config, metric=metric, values=values))
+        check(len(values) <= epochs,
+              _("trial {config} reported {n} times; at most one report per epoch for {epochs} epochs").format(
+                  config=r.config, n=len(values), epochs=epochs),
+              hint=_('train for config["epochs"] epochs'))
         reports[_key(r.config)] = len(values)
     check(max(reports.values()) == epochs,
-          f"reports per trial {reports}: no trial reported once per epoch for all {epochs} epochs",
-          hint="call tune.report inside the epoch loop, after each epoch: a scheduler can only stop a "
-               "trial between reports")
+          _("reports per trial {reports}: no trial reported once per epoch for all {epochs} epochs").format(
+              reports=reports, epochs=epochs),
+          hint=_("call tune.report inside the epoch loop, after each epoch: a scheduler can only stop a "
+                 "trial between reports"))
 
 
 def check_spiral_best(results, best, *, metric: str = "val_accuracy") -> None:
     """Raise :class:`CheckFailed` unless ``best`` is the trial of ``results`` with the highest last
     reported ``metric``."""
     check(best is not None and hasattr(best, "config") and hasattr(best, "metrics"),
-          f"best is {type(best).__name__}; expected the Result of the best trial",
-          hint="results.get_best_result() (the TuneConfig's metric and mode)")
+          _("best is {type}; expected the Result of the best trial").format(type=type(best).__name__),
+          hint=_("results.get_best_result() (the TuneConfig's metric and mode)"))
     last = {_key(r.config): r.metrics[metric] for r in results}
     winner = max(last, key=last.get)
-    check_equal(_key(best.config), winner, f"best (lr, hidden); last {metric} per trial: "
-                + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(last.items())),
-                hint=f"the best trial has the highest last reported {metric}: maximise it "
-                     "(mode='max') and read it from the ResultGrid")
+    check_equal(_key(best.config), winner, _("best (lr, hidden); last {metric} per trial: {values}").format(
+                    metric=metric, values=", ".join(f"{k}: {v:.3f}" for k, v in sorted(last.items()))),
+                hint=_("the best trial has the highest last reported {metric}: maximise it "
+                       "(mode='max') and read it from the ResultGrid").format(metric=metric))
 
 
 def check_tuned_spirals(results, best, *, lrs, hiddens, epochs: int, metric: str = "val_accuracy") -> None:
@@ -166,11 +173,12 @@ def check_recovered_experiment(results, *, lrs) -> None:
     """Raise :class:`CheckFailed` unless ``results`` (what the recovery returned) is a ``ResultGrid``
     that holds the interrupted experiment's trials, one per learning rate of ``lrs``."""
     check(hasattr(results, "errors") and hasattr(results, "get_dataframe"),
-          f"recover returned {type(results).__name__}; expected the ResultGrid of the restored run",
+          _("recover returned {type}; expected the ResultGrid of the restored run").format(
+              type=type(results).__name__),
           hint="tuner = tune.Tuner.restore(...); return tuner.fit()")
     check_equal(sorted(r.config.get("lr", float("nan")) for r in results), sorted(lrs),
-                "the trials (lr) in the recovered results",
-                hint="restore the experiment (tune.Tuner.restore) instead of starting a new one")
+                _("the trials (lr) in the recovered results"),
+                hint=_("restore the experiment (tune.Tuner.restore) instead of starting a new one"))
 
 
 def _again(log_dir: str, before: dict, lr: float, hidden: int) -> list:
@@ -182,16 +190,18 @@ def check_errored_resumed(results, log_dir: str, *, hidden: int, epochs: int, cr
     """Raise :class:`CheckFailed` unless no trial of ``results`` is errored any more and the crashed
     trial went on from its last checkpoint (epochs ``crash_epoch`` .. ``epochs - 1`` once more,
     nothing before them), every trial recording ``epochs`` iterations."""
-    check(not results.errors, f"after the recovery some trials still errored: {results.errors}",
-          hint="Tuner.restore leaves errored trials as they are unless you ask for them "
-               "(resume_errored=True or restart_errored=True)")
+    check(not results.errors, _("after the recovery some trials still errored: {errors}").format(
+              errors=results.errors),
+          hint=_("Tuner.restore leaves errored trials as they are unless you ask for them "
+                 "(resume_errored=True or restart_errored=True)"))
     check_equal(_again(log_dir, before, crash_lr, hidden), list(range(crash_epoch, epochs)),
-                f"epochs the crashed trial lr={crash_lr} ran during the recovery (it crashed at epoch "
-                f"{crash_epoch}, after a checkpoint of epoch {crash_epoch - 1})",
-                hint="resume_errored=True continues from the trial's last checkpoint; "
-                     "restart_errored=True starts it from scratch")
+                _("epochs the crashed trial lr={lr} ran during the recovery (it crashed at epoch "
+                  "{epoch}, after a checkpoint of epoch {previous})").format(
+                    lr=crash_lr, epoch=crash_epoch, previous=crash_epoch - 1),
+                hint=_("resume_errored=True continues from the trial's last checkpoint; "
+                       "restart_errored=True starts it from scratch"))
     for r in results:
-        check_equal(r.metrics.get("training_iteration"), epochs, f"iterations recorded for trial lr={r.config.get('lr')}")
+        check_equal(r.metrics.get("training_iteration"), epochs, _("iterations recorded for trial lr={lr}").format(lr=r.config.get("lr")))
 
 
 def check_finished_kept(log_dir: str, *, lrs, hidden: int, crash_lr: float, before: dict) -> None:
@@ -199,8 +209,9 @@ def check_finished_kept(log_dir: str, *, lrs, hidden: int, crash_lr: float, befo
     for lr in lrs:
         if lr != crash_lr:
             check_equal(_again(log_dir, before, lr, hidden), [],
-                        f"epochs the finished trial lr={lr} ran again during the recovery",
-                        hint="a finished trial is never rerun by Tuner.restore; a new Tuner runs everything again")
+                        _("epochs the finished trial lr={lr} ran again during the recovery").format(lr=lr),
+                        hint=_("a finished trial is never rerun by Tuner.restore; a new Tuner runs "
+                               "everything again"))
 
 
 def check_recovered(results, log_dir: str, *, lrs, hidden: int, epochs: int, crash_lr: float,
