@@ -67,7 +67,8 @@ def stage_release(course: Path, root: Path, lab: str) -> Path:
 
 
 def close_release(exchange_ja: Path, course_id: str) -> None:
-    """nbgrader's release makes its exchange root 0777 and an inbound anyone may write to; the
-    Japanese release is read-only for learners, and submissions go to the course's one inbound."""
+    """nbgrader's release makes an inbound anyone may write to: submissions go to the course's one
+    inbound, so there is none here. The root stays writable, as nbgrader's fetch insists, with the
+    sticky bit like the course's exchange: the course's folder in it is root's, read-only to learners."""
     shutil.rmtree(exchange_ja / course_id / "inbound", ignore_errors=True)
-    os.chmod(exchange_ja, 0o755)
+    os.chmod(exchange_ja, 0o1777)

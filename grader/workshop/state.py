@@ -181,7 +181,7 @@ def lay_out(state: State, roster: Roster) -> None:
     _mkdir(state.hub, 0o700)
     _mkdir(state.course, 0o2770, grp.getgrnam(state.instructor_group).gr_gid)
     _mkdir(state.exchange, 0o1777)
-    _mkdir(state.exchange_ja, 0o755)
+    _mkdir(state.exchange_ja, 0o1777)
     # Learners: the learner JupyterLab (no Create Assignment, no formgrader, no course list) and
     # nbgrader's course id + exchange, for the Assignments tab and Validate.
     if state.learner_config.exists():

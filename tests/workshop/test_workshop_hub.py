@@ -284,7 +284,7 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     os.chmod(secret, 0o644)  # even a file the other learner left world-readable
     course = hub.state / "course"
     closed = [ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "solutions", ROOT / "solutions" / LAB / "mutants.yaml",
-              ROOT / ".git" / "HEAD", ROOT / "tests", course, course / "gradebook.db",
+              ROOT / ".git", ROOT / "tests", course, course / "gradebook.db",
               course / "source" / LAB / f"{LAB}.ipynb", hub.state / "hub" / "jupyterhub.sqlite",
               hub.state / "hub" / "passwords.txt", other_home, secret,
               hub.state / "exchange" / workshop_state.COURSE_ID / "inbound",
@@ -556,7 +556,7 @@ def test_a_learner_who_chooses_japanese_gets_the_japanese_lab_collected_under_th
     """The spawn page offers English and 日本語; a learner who picks Japanese gets raylab's messages
     and JupyterLab's menus in Japanese, and fetches the Japanese copy of the released lab, which
     they cannot change in the exchange; their submission is collected under the same lab, with
-    the English copy's grade ids."""
+    the English copy's grade ids. (Run alone, the last check needs the test of a later release.)"""
     name = hub.learners[1]
     auth = (hub.auth or {}).get(name) or _start_server(hub, name)
     requests.delete(f"{hub.url}/hub/api/users/{name}/server", headers=auth, timeout=120)
@@ -565,14 +565,15 @@ def test_a_learner_who_chooses_japanese_gets_the_japanese_lab_collected_under_th
         assert time.monotonic() < deadline, f"{name}'s server did not stop"
         time.sleep(1)
     session, _ = _login(hub, name)
-    form = session.get(f"{hub.url}/hub/spawn/{name}", timeout=60)
-    assert 'name="edition" value="ja"' in form.text and "日本語" in form.text, form.text[:1000]
+    form = session.get(f"{hub.url}/hub/spawn/{name}", timeout=60).content.decode()
+    assert 'name="edition" value="ja"' in form and "日本語" in form, form[-3000:]
     _start_server(hub, name, {"edition": "ja"})
     auth = hub.auth[name]
     env = _server_environment(name)
     learner_config = str(hub.state / "learner-config")
     assert env["RAYLAB_LANG"] == "ja"
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[:2] == [f"{learner_config}/ja", learner_config]
+    (hub.auth or {}).get(hub.learners[0]) or _start_server(hub, hub.learners[0])
     assert _server_environment(hub.learners[0]).get("RAYLAB_LANG") == "en"
     base = f"{hub.url}/user/{name}"
     locale = requests.get(f"{base}/lab/api/settings/@jupyterlab/translation-extension:plugin",
@@ -583,8 +584,10 @@ def test_a_learner_who_chooses_japanese_gets_the_japanese_lab_collected_under_th
     course = {"assignment_id": LAB, "course_id": workshop_state.COURSE_ID}
     fetched = requests.post(f"{base}/assignments/fetch", data=course, headers=auth, timeout=120)
     assert fetched.status_code == 200 and fetched.json()["success"], fetched.text[:500]
-    notebook = Path(pwd.getpwnam(name).pw_dir) / LAB / f"{LAB}.ipynb"
+    home = Path(pwd.getpwnam(name).pw_dir)
+    notebook = home / LAB / f"{LAB}.ipynb"
     japanese = ROOT / "notebooks-ja" / LAB / f"{LAB}.ipynb"
+    assert notebook.exists(), (fetched.text[:500], sorted(str(p) for p in home.rglob("*.ipynb")))
     assert notebook.read_bytes() == japanese.read_bytes()
     outbound_ja = hub.state / "exchange-ja" / workshop_state.COURSE_ID / "outbound" / LAB
     tamper = _in_server(name, ["/bin/sh", "-c", f"echo x > {outbound_ja}/{LAB}.ipynb || echo x > {outbound_ja}/x"])
