@@ -35,12 +35,16 @@ AUTH_ENV = $(if $(filter token,$(RAYLAB_RAY_AUTH)),RAY_AUTH_MODE=token RAY_AUTH_
 # switched off (page config and server extensions) for the JupyterLab that `make lab` starts.
 LEARNER_CONFIG := workshop/learner-jupyter-config
 
-# EDITION=ja opens the Japanese edition (notebooks-ja/, which make release builds from translations/ja/).
+# EDITION=ja opens the Japanese edition (notebooks-ja/, which make release builds from translations/ja/)
+# with JupyterLab's menus in Japanese (the ja/ layer of the learner configuration sets the language
+# pack's locale) and raylab's messages in Japanese (RAYLAB_LANG).
 EDITION ?= en
+EDITION_LANG := $(if $(filter ja,$(EDITION)),ja,en)
 EDITION_DIR := $(if $(filter ja,$(EDITION)),notebooks-ja,notebooks)
+EDITION_CONFIG := $(if $(filter ja,$(EDITION)),$(CURDIR)/$(LEARNER_CONFIG)/ja:)$(CURDIR)/$(LEARNER_CONFIG)
 
-lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); EDITION=ja for the Japanese edition; RAYLAB_RAY_AUTH=token for Ray token auth
-	JUPYTER_CONFIG_PATH=$(CURDIR)/$(LEARNER_CONFIG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=$(EDITION_DIR) --ServerApp.ip=127.0.0.1 \
+lab: $(STAMP)  ## start JupyterLab on notebooks/ (http://127.0.0.1:$(PORT)); EDITION=ja for the Japanese edition (notebooks, menus, messages); RAYLAB_RAY_AUTH=token for Ray token auth
+	JUPYTER_CONFIG_PATH=$(EDITION_CONFIG) RAYLAB_LANG=$(EDITION_LANG) $(AUTH_ENV) $(BIN)/jupyter lab --ServerApp.root_dir=$(EDITION_DIR) --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(PORT) --no-browser --allow-root
 
 test: $(STAMP)  ## the whole test suite (what CI runs): the proof plan first (fails at once if the misses cannot fit), then two test processes

@@ -3,7 +3,8 @@
 ``up`` sets the room up (``make workshop``) and ``down`` takes it away (``make workshop-down``);
 ``accounts`` and ``state`` keep the roster and the room's folder; ``hub`` is what the hub's
 configuration runs, with ``limits`` (a control group per learner) and ``confine`` (each server's
-own view of the machine); ``exchange`` is nbgrader's collect with an owner check; ``feedback``,
+own view of the machine); ``editions`` gives each learner the English or Japanese edition;
+``exchange`` is nbgrader's collect with an owner check; ``feedback``,
 ``hints`` and ``noise`` turn the class grader's results into the pages learners fetch;
 ``sizing`` measures what one learner costs the machine.
 

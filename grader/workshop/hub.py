@@ -6,7 +6,8 @@
 - Each user's server (``jupyterhub.singleuser`` with the course's packages, run by the venv's
   python, or :func:`grader.workshop.learner_python` where namespaces are refused) runs as that system user, from their home folder (instructors: from the course folder, for formgrader).
 - Learners get the learner JupyterLab (``workshop/learner-jupyter-config``: no Create Assignment,
-  no formgrader, no course list) and nbgrader's exchange for the Assignments tab and Validate.
+  no formgrader, no course list) and nbgrader's exchange for the Assignments tab and Validate, in
+  the edition they pick on the spawn page (:mod:`grader.workshop.editions`: English or Japanese).
 - Every server gets its own Ray temp folder (``RAY_TMPDIR``, read by Ray 2.58.0's
   ``get_default_system_temp_dir``; Ray's default ``/tmp/ray`` is one folder for the whole machine)
   and ``TMPDIR`` in the user's home (0700), and Ray's token authentication:
@@ -28,7 +29,7 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Dict, Set
 
-from grader.workshop import confine
+from grader.workshop import confine, editions
 from grader.workshop.limits import LearnerGroup, Limits, describe
 
 
@@ -56,6 +57,14 @@ class WorkshopSpawner(LocalProcessSpawner):
         return group.preexec(drop_root)
 
 
+def edition_form(spawner) -> str:
+    """The spawn page: learners choose their edition (their last choice selected); instructors
+    start as before, with no form."""
+    if spawner.user.name not in spawner.limited_users:
+        return ""
+    return editions.options_form(editions.chosen(spawner.orm_spawner.user_options))
+
+
 def _user_dir(path: Path, uid: int, gid: int, mode: int = 0o700) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     os.chown(path, uid, gid)
@@ -63,8 +72,9 @@ def _user_dir(path: Path, uid: int, gid: int, mode: int = 0o700) -> Path:
     return path
 
 
-def user_environment(name: str, settings: dict) -> dict:
-    """The environment of ``name``'s single-user server (creates its per-user folders)."""
+def user_environment(name: str, settings: dict, edition: str = editions.DEFAULT) -> dict:
+    """The environment of ``name``'s single-user server (creates its per-user folders); a learner's
+    ``edition`` adds its layer of the learner configuration (grader.workshop.editions)."""
     entry = pwd.getpwnam(name)
     home = Path(entry.pw_dir)
     tmp = _user_dir(home / ".raylab-tmp", entry.pw_uid, entry.pw_gid)
@@ -82,7 +92,8 @@ def user_environment(name: str, settings: dict) -> dict:
         # The role's configuration first, then the course venv's (its enabled server extensions
         # and lab extensions), which a server run by another interpreter would not find.
         "JUPYTER_CONFIG_PATH": os.pathsep.join([
-            settings["instructor_config" if instructor else "learner_config"],
+            *([settings["instructor_config"]] if instructor
+              else editions.config_path(edition, settings["learner_config"])),
             os.path.join(settings["venv_prefix"], "etc", "jupyter")]),
         "JUPYTER_PATH": os.path.join(settings["venv_prefix"], "share", "jupyter"),
         "RAY_TMPDIR": str(tmp),
@@ -91,6 +102,7 @@ def user_environment(name: str, settings: dict) -> dict:
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN_PATH": str(token),
         "RAYLAB_WORKSHOP": "1",
+        "RAYLAB_LANG": edition,
     }
 
 
@@ -120,6 +132,8 @@ def configure(c, settings: dict) -> None:
     c.WorkshopSpawner.learner_limits = settings.get("limits") or {}
     c.WorkshopSpawner.limited_users = set(settings["learners"])
     c.WorkshopSpawner.confine_shown = settings.get("confine_shown") or {}
+    c.WorkshopSpawner.options_form = edition_form
+    c.WorkshopSpawner.options_from_form = editions.options_from_form
     c.Spawner.cmd = [settings["python"], "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = 120
@@ -127,7 +141,8 @@ def configure(c, settings: dict) -> None:
 
     def pre_spawn_hook(spawner):
         name = spawner.user.name
-        spawner.environment = {**spawner.environment, **user_environment(name, settings)}
+        edition = editions.chosen(spawner.user_options) if name in settings["learners"] else editions.DEFAULT
+        spawner.environment = {**spawner.environment, **user_environment(name, settings, edition)}
         spawner.notebook_dir = (settings["course"] if name in settings["instructors"]
                                 else pwd.getpwnam(name).pw_dir)
 

@@ -2,7 +2,7 @@
 
 The state folder survives a restart of the hub: ``hub/`` (root only: the hub's database, cookie
 secret, config, passwords), ``course/`` (nbgrader's course folder, instructors' group),
-``exchange/`` (nbgrader's exchange), ``learner-config/`` and ``instructor-config/`` (the Jupyter
+``exchange/`` (nbgrader's exchange; ``exchange-ja/``: the Japanese edition's release), ``learner-config/`` and ``instructor-config/`` (the Jupyter
 configuration each side's servers start with). Learners may read only the learner's part of the
 clone (:data:`LEARNER_VISIBLE`): :func:`close_answer_key` closes the rest to other users.
 """
@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.workshop import editions
 from grader.workshop.accounts import Roster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,6 +134,11 @@ class State:
         return self.root / "exchange"
 
     @property
+    def exchange_ja(self) -> Path:
+        """The Japanese edition's release, read by Japanese learners' fetch (grader.workshop.editions)."""
+        return self.root / "exchange-ja"
+
+    @property
     def learner_config(self) -> Path:
         return self.root / "learner-config"
 
@@ -175,12 +181,14 @@ def lay_out(state: State, roster: Roster) -> None:
     _mkdir(state.hub, 0o700)
     _mkdir(state.course, 0o2770, grp.getgrnam(state.instructor_group).gr_gid)
     _mkdir(state.exchange, 0o1777)
+    _mkdir(state.exchange_ja, 0o1777)
     # Learners: the learner JupyterLab (no Create Assignment, no formgrader, no course list) and
     # nbgrader's course id + exchange, for the Assignments tab and Validate.
     if state.learner_config.exists():
         shutil.rmtree(state.learner_config)
     shutil.copytree(LEARNER_JUPYTER_CONFIG, state.learner_config)
     (state.learner_config / "nbgrader_config.py").write_text(_nbgrader_exchange_config(state))
+    (state.learner_config / "ja" / "nbgrader_config.py").write_text(editions.fetch_config(state.exchange_ja))
     server = state.learner_config / "jupyter_server_config.json"
     server.write_text(json.dumps(_with_terminal_shell(json.loads(server.read_text())), indent=2))
     for path in [state.learner_config, *state.learner_config.rglob("*")]:

@@ -19,7 +19,8 @@ Run as root on the machine the room connects to. From a roster file it:
   configuration of ``workshop/learner-jupyter-config`` plus nbgrader's course id and exchange);
 - copies the released notebooks (``notebooks/<lab>``) and their sources into the course folder
   and releases them to the exchange with ``nbgrader release_assignment`` (every finished lab by
-  default; a lab in progress, ``grader.authoring.lab_status``, is never offered);
+  default; a lab in progress, ``grader.authoring.lab_status``, is never offered), and the Japanese
+  edition's copies (``notebooks-ja/<lab>``) to ``exchange-ja/`` (:mod:`grader.workshop.editions`);
 - writes ``hub/jupyterhub_config.py`` (:mod:`grader.workshop.hub` holds what it configures) and
   starts ``jupyterhub`` on 127.0.0.1 (``--ip``/``HUB_IP`` to listen elsewhere) with the
   configurable-http-proxy pinned in ``workshop/hub/package.json`` (``npm ci --prefix workshop/hub``).
@@ -36,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.workshop import confine
+from grader.workshop import confine, editions
 from grader.workshop.accounts import Roster, ensure_group, ensure_user, group_exists, read_roster
 from grader.workshop.limits import GIB, LearnerGroup, Limits, describe
 from grader.workshop.state import (
@@ -48,7 +49,7 @@ HUB_NODE_DIR = ROOT / "workshop" / "hub"
 PROXY = HUB_NODE_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 
 
-def _nbgrader_api(state: State, **coursedir):
+def _nbgrader_api(state: State, exchange: Path | None = None, **coursedir):
     """nbgrader's own API (what formgrader calls) on the course folder's configuration, in this
     process: each ``nbgrader`` command would import nbgrader again (seconds each on 2 cores)."""
     from nbgrader.apps import NbGraderAPI
@@ -59,6 +60,8 @@ def _nbgrader_api(state: State, **coursedir):
     for key, value in coursedir.items():
         setattr(config.CourseDirectory, key, value)
     config.ExchangeReleaseAssignment.force = True  # releasing again replaces the lab's release
+    if exchange is not None:
+        config.Exchange.root = str(exchange)
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
@@ -79,6 +82,8 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
             gradebook.update_or_create_student(name)
     generator = _nbgrader_api(state, release_directory=".generated")
     releaser = _nbgrader_api(state)
+    # The Japanese edition: same lab names and grade ids, its own release folder and exchange.
+    releaser_ja = _nbgrader_api(state, state.exchange_ja, release_directory="release-ja")
     for lab in labs:
         for sub, origin in (("source", ROOT / "solutions" / lab), ("release", ROOT / "notebooks" / lab)):
             dest = state.course / sub / lab
@@ -87,7 +92,10 @@ def release(state: State, labs: list[str], learners: list[str]) -> None:
             shutil.copytree(origin, dest)
         _check(generator.generate_assignment(lab, force=True), f"generate_assignment {lab}")
         _check(releaser.release_assignment(lab), f"release_assignment {lab}")
+        editions.stage_release(state.course, ROOT, lab)
+        _check(releaser_ja.release_assignment(lab), f"release_assignment {lab} (Japanese)")
     shutil.rmtree(state.course / ".generated", ignore_errors=True)
+    editions.close_release(state.exchange_ja, COURSE_ID)
     # nbgrader makes the exchange root 0777 and inbound 2733: add the sticky bit so that nobody
     # removes or renames what somebody else put there.
     os.chmod(state.exchange, 0o1777)
@@ -134,7 +142,8 @@ def write_hub_config(state: State, roster: Roster, ip: str, port: int,
 def confine_shown(state: State) -> dict[str, list[str]]:
     """What each side's servers see of the machine besides the system and their home."""
     python = confine.python_paths(ROOT)
-    return {"learner": python + [str(state.exchange), str(state.learner_config)], "instructor": python}
+    return {"learner": python + [str(state.exchange), str(state.exchange_ja), str(state.learner_config)],
+            "instructor": python}
 
 
 def install_proxy() -> None:

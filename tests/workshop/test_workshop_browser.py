@@ -9,6 +9,7 @@ Uses test_workshop_hub's hub (its own hub in this module)."""
 from __future__ import annotations
 
 import pwd
+import re
 import secrets
 import time
 from pathlib import Path
@@ -36,6 +37,19 @@ def _chromium_page(playwright):
     return browser, page
 
 
+def _log_in(page, hub, name: str, edition: str = "en") -> None:
+    """The hub's login page; a learner whose server is not running then gets the spawn page's
+    choice of edition (English or Japanese) and starts their server with ``edition``."""
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", wh.PASSWORD)
+    page.click("#login_submit")
+    page.wait_for_url(re.compile(rf"/user/{re.escape(name)}/|/hub/spawn"), timeout=150_000)
+    if "/hub/spawn" in page.url:
+        page.check(f"input[name=edition][value={edition}]")
+        page.locator("form [type=submit]").first.click()
+
+
 def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -52,11 +66,8 @@ def test_learner_fetches_and_submits_in_the_browser(hub, tmp_path):
                 pass
 
         try:
-            page.goto(f"{hub.url}/hub/login")
-            page.fill("#username_input", name)
-            page.fill("#password_input", wh.PASSWORD)
+            _log_in(page, hub, name)
             shot("1-login")
-            page.click("#login_submit")
             page.wait_for_url(f"**/user/{name}/lab**", timeout=150_000)
             page.wait_for_selector("#jp-main-dock-panel", timeout=120_000)
             shot("2-jupyterlab")
@@ -216,10 +227,7 @@ def test_graded_with_the_class_grader_and_each_learner_sees_only_their_feedback(
                     assert noise not in released_text, noise
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.set_default_timeout(90_000)
-                page.goto(f"{hub.url}/hub/login")
-                page.fill("#username_input", student)
-                page.fill("#password_input", wh.PASSWORD)
-                page.click("#login_submit")
+                _log_in(page, hub, student)
                 page.wait_for_url(f"**/user/{student}/**", timeout=150_000)
                 relative = mine[0].relative_to(home)
                 page.goto(f"{hub.url}/user/{student}/files/{relative}")

@@ -136,7 +136,9 @@ def _login(hub: Hub, name: str, password: str = PASSWORD):
     return session, reply
 
 
-def _start_server(hub: Hub, name: str) -> dict:
+def _start_server(hub: Hub, name: str, options: dict | None = None) -> dict:
+    """Start ``name``'s server through the hub's REST API (``options``: what the spawn page's form
+    would send, e.g. the learner's edition)."""
     session, reply = _login(hub, name)
     assert reply.status_code == 302, reply.text[:500]
     xsrf = {"X-XSRFToken": session.cookies.get("_xsrf")}
@@ -144,7 +146,8 @@ def _start_server(hub: Hub, name: str) -> dict:
                          json={"note": "test_workshop_hub", "expires_in": 900})
     assert token.status_code == 201, token.text[:500]
     auth = {"Authorization": f"token {token.json()['token']}"}
-    started = requests.post(f"{hub.url}/hub/api/users/{name}/server", headers=auth, timeout=60)
+    started = requests.post(f"{hub.url}/hub/api/users/{name}/server", headers=auth, timeout=60,
+                            json=options)
     assert started.status_code in (201, 202), started.text[:500]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -280,7 +283,7 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     os.chmod(secret, 0o644)  # even a file the other learner left world-readable
     course = hub.state / "course"
     closed = [ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "solutions", ROOT / "solutions" / LAB / "mutants.yaml",
-              ROOT / ".git" / "HEAD", ROOT / "tests", course, course / "gradebook.db",
+              ROOT / ".git", ROOT / "tests", course, course / "gradebook.db",
               course / "source" / LAB / f"{LAB}.ipynb", hub.state / "hub" / "jupyterhub.sqlite",
               hub.state / "hub" / "passwords.txt", other_home, secret,
               hub.state / "exchange" / workshop_state.COURSE_ID / "inbound",
@@ -288,7 +291,8 @@ def test_learner_cannot_read_answer_key_gradebook_or_other_home(hub):
     released = hub.state / "exchange" / workshop_state.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
     decoys = _decoy_checkout(secrets.token_hex(3))
     closed += decoys
-    opened = [released]
+    released_ja = hub.state / "exchange-ja" / workshop_state.COURSE_ID / "outbound" / LAB / f"{LAB}.ipynb"
+    opened = [released, released_ja]
     assert all(p.exists() for p in closed + opened), [str(p) for p in closed + opened if not p.exists()]
     (hub.auth or {}).get(me) or _start_server(hub, me)
     other_server = _server_process(other) or (_start_server(hub, other) and _server_process(other))
@@ -544,6 +548,63 @@ def test_a_lab_released_later_reaches_the_exchange_and_the_formgrader(hub):
     teacher = (hub.auth or {}).get(hub.instructor) or _start_server(hub, hub.instructor)
     listing = requests.get(f"{hub.url}/user/{hub.instructor}/formgrader/api/assignments", headers=teacher, timeout=120)
     assert later in {a["name"] for a in listing.json()}, listing.text[:500]
+
+
+def test_a_learner_who_chooses_japanese_gets_the_japanese_lab_collected_under_the_same_lab(hub):
+    """The spawn page offers English and 日本語; a learner who picks Japanese gets raylab's messages
+    and JupyterLab's menus in Japanese, and fetches the Japanese copy of the released lab, which
+    they cannot change in the exchange; their submission is collected under the same lab, with
+    the English copy's grade ids. (Run alone, the last check needs the test of a later release.)"""
+    name = hub.learners[1]
+    auth = (hub.auth or {}).get(name) or _start_server(hub, name)
+    requests.delete(f"{hub.url}/hub/api/users/{name}/server", headers=auth, timeout=120)
+    deadline = time.monotonic() + 60
+    while requests.get(f"{hub.url}/hub/api/users/{name}", headers=auth, timeout=30).json().get("servers"):
+        assert time.monotonic() < deadline, f"{name}'s server did not stop"
+        time.sleep(1)
+    session, _ = _login(hub, name)
+    form = session.get(f"{hub.url}/hub/spawn/{name}", timeout=60).content.decode()
+    assert 'name="edition" value="ja"' in form and "日本語" in form, form[-3000:]
+    _start_server(hub, name, {"edition": "ja"})
+    auth = hub.auth[name]
+    env = _server_environment(name)
+    learner_config = str(hub.state / "learner-config")
+    assert env["RAYLAB_LANG"] == "ja"
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[:2] == [f"{learner_config}/ja", learner_config]
+    (hub.auth or {}).get(hub.learners[0]) or _start_server(hub, hub.learners[0])
+    assert _server_environment(hub.learners[0]).get("RAYLAB_LANG") == "en"
+    base = f"{hub.url}/user/{name}"
+    locale = requests.get(f"{base}/lab/api/settings/@jupyterlab/translation-extension:plugin",
+                          headers=auth, timeout=60)
+    # The layer's override is the setting's default (the learner may still pick another language).
+    assert locale.status_code == 200, locale.text[:500]
+    assert locale.json()["schema"]["properties"]["locale"]["default"] == "ja_JP", locale.text[:1000]
+    course = {"assignment_id": LAB, "course_id": workshop_state.COURSE_ID}
+    fetched = requests.post(f"{base}/assignments/fetch", data=course, headers=auth, timeout=120)
+    assert fetched.status_code == 200 and fetched.json()["success"], fetched.text[:500]
+    home = Path(pwd.getpwnam(name).pw_dir)
+    notebook = home / LAB / f"{LAB}.ipynb"
+    japanese = ROOT / "notebooks-ja" / LAB / f"{LAB}.ipynb"
+    assert notebook.exists(), (fetched.text[:500], sorted(str(p) for p in home.rglob("*.ipynb")))
+    assert notebook.read_bytes() == japanese.read_bytes()
+    outbound_ja = hub.state / "exchange-ja" / workshop_state.COURSE_ID / "outbound" / LAB
+    tamper = _in_server(name, ["/bin/sh", "-c", f"echo x > {outbound_ja}/{LAB}.ipynb || echo x > {outbound_ja}/x"])
+    assert tamper.returncode != 0 and japanese.read_bytes() == (outbound_ja / f"{LAB}.ipynb").read_bytes()
+    assert not (hub.state / "exchange-ja" / workshop_state.COURSE_ID / "inbound").exists()
+    submitted = requests.post(f"{base}/assignments/submit", data=course, headers=auth, timeout=120)
+    assert submitted.status_code == 200 and submitted.json()["success"], submitted.text[:500]
+    result = workshop._nbgrader_api(workshop_state.State(hub.state)).collect(LAB)
+    assert result["success"], result
+    collected = hub.state / "course" / "submitted" / name / LAB / f"{LAB}.ipynb"
+    assert collected.read_bytes() == japanese.read_bytes()
+
+    def grade_ids(path):
+        cells = json.loads(path.read_text())["cells"]
+        return [c["metadata"].get("nbgrader", {}).get("grade_id") for c in cells]
+
+    assert grade_ids(collected) == grade_ids(ROOT / "notebooks" / LAB / f"{LAB}.ipynb")
+    # A lab released later reaches both editions.
+    assert (hub.state / "exchange-ja" / workshop_state.COURSE_ID / "outbound" / "10_quiz").is_dir()
 
 
 def _wait_for_api(hub: Hub, seconds: float) -> None:

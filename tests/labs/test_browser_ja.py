@@ -1,0 +1,111 @@
+"""The Japanese edition as a learner meets it: JupyterLab started by the Makefile's own
+`make lab EDITION=ja` recipe (on a scratch copy of ``notebooks-ja/``, so nothing is written into
+it), lab 00 opened in Debian's Chromium. JupyterLab's menus are Japanese (the language pack, locale
+set by the learner configuration's ``ja/`` layer), and the lab's first cell, ``raylab.setup``,
+prints its banner in Japanese (``RAYLAB_LANG=ja``), not the English one. Screenshots land in
+``<pytest tmp>/screenshots``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import test_browser as tb
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = tb.LAB
+JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")  # kana and kanji
+ENGLISH_BANNER = f"[raylab] {LAB}: Ray 2.58.0 (learner mode)"
+
+
+class MakeLab(tb.Server):
+    """``make lab EDITION=ja`` with this test's port, token, settings folder and a scratch root
+    folder (``EDITION_DIR``); everything else is the Makefile's recipe."""
+
+    def __init__(self, tmp: Path, root_dir: Path):  # noqa: super().__init__ would start its own server
+        self.tmp, self.port, self.token = tmp, tb._free_port(), uuid.uuid4().hex
+        self.run_id = f"browser-ja-{uuid.uuid4().hex[:12]}"
+        self.base = f"http://127.0.0.1:{self.port}"
+        settings = tmp / "lab-settings"
+        for rel, values in tb.LAB_SETTINGS.items():
+            (settings / rel).parent.mkdir(parents=True, exist_ok=True)
+            (settings / rel).write_text(json.dumps(values))
+        env = {**tb.os.environ, "JUPYTER_TOKEN": self.token, "JUPYTERLAB_SETTINGS_DIR": str(settings),
+               "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "lab-workspaces"),
+               "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"), "RAYLAB_RUN_ID": self.run_id,
+               "RAYLAB_SCRATCH": str(tmp / "raylab-scratch"),
+               "PATH": f"{Path(sys.executable).parent}:{tb.os.environ.get('PATH', '')}"}
+        for name in ("RAYLAB_LANG", "JUPYTER_CONFIG_PATH", "NBGRADER_EXECUTION"):
+            env.pop(name, None)  # what make lab sets must come from make lab
+        venv = Path(sys.executable).parent.parent
+        self.log_path = tmp / "jupyterlab.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["make", "-s", "-o", f"{venv}/.installed", "lab", "EDITION=ja", f"VENV={venv}",
+             f"PORT={self.port}", f"EDITION_DIR={root_dir}"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._started: set[int] = set()
+
+    def kernel_idle(self) -> bool:
+        kernels = self.api("GET", "/api/kernels") or []
+        return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
+
+
+def test_make_lab_edition_ja_shows_japanese_menus_and_messages(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    root_dir = tmp_path / "notebooks-ja"
+    shutil.copytree(ROOT / "notebooks-ja" / LAB, root_dir / LAB)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    server = MakeLab(tmp_path, root_dir)
+    killed: list[str] = []
+    try:
+        server.wait_ready()
+        with sync_playwright() as pw:
+            learner = tb.Learner(pw, server, tmp_path, shots)
+            try:
+                page = learner.page
+                page.goto(f"{server.base}/lab/tree/{LAB}/{LAB}.ipynb?reset&token={server.token}",
+                          timeout=tb.OPEN_S * 1000)
+                learner.panel.locator(".jp-Cell").first.wait_for(state="visible", timeout=tb.OPEN_S * 1000)
+                menus = [t.strip() for t in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
+                learner.shot("1-opened")
+                assert "ファイル" in menus and "File" not in menus, menus  # the language pack's "File"
+                deadline = time.monotonic() + tb.OPEN_S
+                while not server.kernel_idle():
+                    assert time.monotonic() < deadline, f"no idle kernel within {tb.OPEN_S} s"
+                    time.sleep(0.5)
+                cell = learner.panel.locator(".jp-CodeCell").first
+                cell.locator(".jp-InputArea-editor").click()
+                page.keyboard.press("Shift+Enter")
+                deadline = time.monotonic() + tb.RUN_ALL_S
+                while not re.search(r"\[\d+\]", cell.locator(".jp-InputPrompt").text_content() or ""):
+                    assert time.monotonic() < deadline, f"the setup cell did not finish in {tb.RUN_ALL_S} s"
+                    time.sleep(0.5)
+                output = cell.locator(".jp-OutputArea").text_content() or ""
+                learner.shot("2-setup-cell")
+                print(f"setup cell output:\n{output}")
+                assert "Traceback" not in output, output
+                assert JAPANESE.search(output), f"raylab's setup printed no Japanese:\n{output}"
+                assert ENGLISH_BANNER not in output, output
+            except BaseException:
+                learner.shot("failure")
+                print(f"\nscreenshots: {shots}\nserver log: {server.log_path}")
+                raise
+            finally:
+                learner.close()
+    finally:
+        killed = server.stop()
+        killed += tb._kill_leftover_browsers()
+    assert not killed, f"processes had to be killed after the test: {killed}"
