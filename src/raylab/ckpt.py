@@ -9,16 +9,20 @@
 - a warm-up learning-rate scheduler (it counts the steps it has taken),
 - a :class:`BatchCursor` (where the data stream is: epoch and offset),
 
-and :meth:`Job.train_step` runs one step. Everything is deterministic given ``config["seed"]``:
+and :meth:`Job.train_step` runs one step (lab 05; in lab 03 learners write the step themselves,
+drawing each batch from ``job.cursor``). Everything is deterministic given ``config["seed"]``:
 a run that is interrupted and resumed with its *complete* state ends exactly where an
 uninterrupted run ends, and leaving out any one piece changes the result.
 
 Fault injection: with ``config["fail_at_step"] = k`` (or a list of steps) and a
-``config["fail_marker"]`` path prefix, ``train_step(k)`` raises :class:`InjectedFailure` the first
-time it reaches step ``k`` (it creates the file ``<fail_marker>.step<k>`` first), so a retried or
-re-run attempt gets past it. The marker is a file, so this works on one machine, which is what the
-labs run on; without a marker the step fails every time. With ``config["trace"]`` set, every step
-appends ``pid step loss`` to that file: tests read it to see which steps each attempt ran.
+``config["fail_marker"]`` path prefix, the job's cursor raises :class:`InjectedFailure` the first
+time it is asked for batch ``k`` (the batch of step ``k``: one batch a step), before it moves (it
+creates the file ``<fail_marker>.step<k>`` first), so a retried or re-run attempt gets past it. A
+loop that draws its batches from the cursor cannot miss it, whoever wrote the step. The marker is
+a file, so this works on one machine, which is what the labs run on; without a marker the step
+fails every time. With ``config["trace"]`` set, every step
+appends ``pid step loss`` to that file; with ``config["batch_log"]`` set, the cursor appends
+``pid batch`` for every batch it hands out. Tests read them to see which steps each attempt ran.
 """
 from __future__ import annotations
 
@@ -29,20 +33,14 @@ from dataclasses import dataclass, field
 from raylab.i18n import _
 
 DEFAULTS = {
-    "seed": 0,
-    "steps": 8,
-    "lr": 0.05,
-    "momentum": 0.9,
-    "warmup": 6,
-    "warmup_start": 0.2,
-    "batch_size": 16,
-    "n": 64,  # 4 batches an epoch: a job of a few steps crosses an epoch boundary
-    "hidden": 16,
-    "dropout": 0.25,
+    "seed": 0, "steps": 8, "lr": 0.05, "momentum": 0.9, "warmup": 6, "warmup_start": 0.2,
+    "batch_size": 16, "n": 64,  # 4 batches an epoch: a job of a few steps crosses an epoch boundary
+    "hidden": 16, "dropout": 0.25,
 }
 
 STATE_FILE = "state.pt"
 STATE_KEYS = ("model", "optimizer", "scheduler", "rng", "cursor", "step")
+NOT_IN_REFERENCE = ("fail_at_step", "trace", "batch_log")  # the in-process references skip these
 
 
 class InjectedFailure(RuntimeError):
@@ -69,6 +67,12 @@ class BatchCursor:
             raise ValueError(_("batch_size must be in 1..{n}, got {batch_size}").format(n=n, batch_size=batch_size))
         self.n, self.batch_size, self.seed = n, batch_size, seed
         self.epoch, self.offset = 0, 0
+        self.on_batch = None  # called with `position` before each batch (the job's fault injection)
+
+    @property
+    def position(self) -> int:
+        """How many batches the stream has handed out: the number of the next one."""
+        return self.epoch * (self.n // self.batch_size) + self.offset // self.batch_size
 
     def _order(self, epoch: int):
         import torch
@@ -78,6 +82,8 @@ class BatchCursor:
 
     def next_indices(self):
         """Indices of the next batch; moves the cursor (a new epoch starts when one is used up)."""
+        if self.on_batch is not None:
+            self.on_batch(self.position)
         if self.offset + self.batch_size > self.n:
             self.epoch, self.offset = self.epoch + 1, 0
         idx = self._order(self.epoch)[self.offset:self.offset + self.batch_size]
@@ -103,12 +109,14 @@ class Job:
     y: object
     config: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.cursor.on_batch = self._on_batch
+
     def train_step(self, step: int) -> float:
         """Run training step ``step`` (0-based) and return its loss."""
         import torch
 
-        self._maybe_fail(step)
-        idx = self.cursor.next_indices()
+        idx = self.cursor.next_indices()  # raises here when a failure is planned for this batch
         self.model.train()
         loss = torch.nn.functional.cross_entropy(self.model(self.x[idx]), self.y[idx])
         self.optimizer.zero_grad()
@@ -121,6 +129,13 @@ class Job:
             with open(trace, "a") as f:
                 f.write(f"{os.getpid()} {step} {value!r}\n")
         return value
+
+    def _on_batch(self, batch: int) -> None:
+        self._maybe_fail(batch)
+        log = self.config.get("batch_log")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()} {batch}\n")
 
     def _maybe_fail(self, step: int) -> None:
         at = self.config.get("fail_at_step")
@@ -166,14 +181,9 @@ def full_state(job: Job, next_step: int) -> dict:
     """Everything needed to continue ``job`` at ``next_step`` exactly as if it never stopped."""
     import torch
 
-    return {
-        "model": job.model.state_dict(),
-        "optimizer": job.optimizer.state_dict(),
-        "scheduler": job.scheduler.state_dict(),
-        "rng": torch.get_rng_state(),
-        "cursor": job.cursor.state_dict(),
-        "step": int(next_step),
-    }
+    return {"model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
+            "scheduler": job.scheduler.state_dict(), "rng": torch.get_rng_state(),
+            "cursor": job.cursor.state_dict(), "step": int(next_step)}
 
 
 def restore(job: Job, state: dict, parts=STATE_KEYS) -> int:
@@ -234,7 +244,7 @@ def single_thread():
 
 def reference_run(config: dict | None = None, steps: int | None = None) -> dict:
     """The uninterrupted run, in this process: ``{"losses": [...], "state": full_state}``."""
-    cfg = {k: v for k, v in settings(config).items() if k not in ("fail_at_step", "trace")}
+    cfg = {k: v for k, v in settings(config).items() if k not in NOT_IN_REFERENCE}
     steps = cfg["steps"] if steps is None else steps
     with single_thread():
         job = build(cfg)
@@ -249,7 +259,7 @@ def interrupted_run(config: dict | None = None, *, stop_after: int, parts=STATE_
     Returns ``{"losses": [...], "state": ..., "resumed_at": step}``; ``losses`` holds the steps the
     first part ran followed by those the resumed part ran.
     """
-    cfg = {k: v for k, v in settings(config).items() if k not in ("fail_at_step", "trace")}
+    cfg = {k: v for k, v in settings(config).items() if k not in NOT_IN_REFERENCE}
     with single_thread():
         job = build(cfg)
         losses = [job.train_step(s) for s in range(stop_after)]
@@ -269,15 +279,24 @@ def max_param_diff(state_a: dict, state_b: dict) -> float:
 
 def read_trace(path: str) -> list[list[tuple[int, float]]]:
     """The attempts recorded in a trace file: one list of ``(step, loss)`` per process, in order."""
+    return [[(int(step), float(loss)) for step, loss in rows] for rows in _by_process(path)]
+
+
+def read_batch_log(path: str) -> list[list[int]]:
+    """The attempts recorded in a ``batch_log`` file: the batches each process drew, in order."""
+    return [[int(batch) for (batch,) in rows] for rows in _by_process(path)]
+
+
+def _by_process(path: str) -> list[list[list[str]]]:
     attempts, last_pid = [], None
     if not os.path.exists(path):
         return attempts
     with open(path) as f:
         for line in f:
-            pid, step, loss = line.split()
+            pid, *rest = line.split()
             if pid != last_pid:
                 attempts.append([])
                 last_pid = pid
-            attempts[-1].append((int(step), float(loss)))
+            attempts[-1].append(rest)
     return attempts
 

@@ -164,3 +164,51 @@ def test_run_in_child_reports_errors_and_time_limits():
     out = child_process.run_in_child(_child_sleeps, timeout_s=3, connect=False)
     assert out.timed_out and "killed after 3" in out.error
     assert time.monotonic() - started < 30
+
+
+def _own_step(job):
+    """A step written without Job.train_step, as lab 03's learners write it."""
+    idx = job.cursor.next_indices()
+    loss = torch.nn.functional.cross_entropy(job.model(job.x[idx]), job.y[idx])
+    loss.backward()
+    job.optimizer.step()
+    job.optimizer.zero_grad(set_to_none=False)
+    job.scheduler.step()
+    return loss.item()
+
+
+def test_cursor_position_counts_batches_across_epochs():
+    cur = ckpt.BatchCursor(n=10, batch_size=4)
+    seen = []
+    for _ in range(5):
+        seen.append(cur.position)
+        cur.next_indices()
+    assert seen == [0, 1, 2, 3, 4] and cur.position == 5  # 2 batches an epoch; the rest is dropped
+
+
+def test_a_step_written_without_train_step_crashes_at_the_planned_batch(tmp_path):
+    marker, log = str(tmp_path / "failed"), str(tmp_path / "batches.txt")
+    job = ckpt.build({"fail_at_step": 2, "fail_marker": marker, "batch_log": log})
+    _own_step(job), _own_step(job)
+    with pytest.raises(ckpt.InjectedFailure):
+        _own_step(job)
+    assert job.cursor.position == 2  # the crash comes before the batch is drawn
+    _own_step(job)  # the marker lets the retry pass
+    assert ckpt.read_batch_log(log) == [[0, 1, 2]]
+    assert sorted(os.listdir(tmp_path)) == ["batches.txt", "failed.step2"]
+
+
+def test_a_differently_written_step_matches_the_reference():
+    ref = ckpt.reference_run({"steps": 6}, steps=6)
+    with ckpt.single_thread():
+        job = ckpt.build({"steps": 6})
+        losses = [_own_step(job) for _ in range(6)]
+    assert losses == pytest.approx(ref["losses"], rel=1e-6)
+    assert ckpt.max_param_diff(job.model.state_dict(), ref["state"]["model"]) < 1e-6
+
+
+def test_batch_log_groups_batches_by_process(tmp_path):
+    log = tmp_path / "b.txt"
+    log.write_text("7 0\n7 1\n9 1\n9 2\n")
+    assert ckpt.read_batch_log(str(log)) == [[0, 1], [1, 2]]
+    assert ckpt.read_batch_log(str(tmp_path / "missing.txt")) == []
