@@ -23,7 +23,7 @@ with numpy alone, without this package.
 | 03 checkpoints, 05 failures | ``raylab.ckpt``'s job (below): made resumable, then recovered from a crash by ``FailureConfig`` |
 | 04 DDP | device and backend chosen in code from the cluster's resources; 2 workers against :func:`reference_fit`; :func:`dataset` through ``DistributedSampler`` matched step for step by one process; a mixed-precision step; 1 and 2 workers timed for a speed-up table |
 | 06 Tune | ``lr`` x ``hidden`` with an early-stopping scheduler on in-process trials; ``Tuner.restore`` of an interrupted experiment |
-| 07 Train + Tune | a Train run of :func:`train_loop_per_worker` inside every Tune trial, ``lr`` searched |
+| 07 Train + Tune | the learner's own worker loop (:func:`make_splits`, :func:`build_model`) in a Train run inside every Tune trial, ``lr`` searched |
 | 09 capstone | a plain script with no ``raylab``: train on 2 workers inside Tune trials, evaluate the best checkpoint |
 
 Labs 03 and 05 train it as ``raylab.ckpt``'s job: the same MLP with a dropout layer, on a 64-point
