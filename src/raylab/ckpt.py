@@ -16,13 +16,11 @@ uninterrupted run ends, and leaving out any one piece changes the result.
 
 Fault injection: with ``config["fail_at_step"] = k`` (or a list of steps) and a
 ``config["fail_marker"]`` path prefix, the job's cursor raises :class:`InjectedFailure` the first
-time it is asked for batch ``k`` (the batch of step ``k``: one batch a step), before it moves (it
-creates the file ``<fail_marker>.step<k>`` first), so a retried or re-run attempt gets past it. A
-loop that draws its batches from the cursor cannot miss it, whoever wrote the step. The marker is
-a file, so this works on one machine, which is what the labs run on; without a marker the step
-fails every time. With ``config["trace"]`` set, every step
-appends ``pid step loss`` to that file; with ``config["batch_log"]`` set, the cursor appends
-``pid batch`` for every batch it hands out. Tests read them to see which steps each attempt ran.
+time it is asked for batch ``k`` (step ``k``'s batch), before it moves, creating the file
+``<fail_marker>.step<k>`` first so a retried attempt gets past it (one machine, as in the labs;
+without a marker every attempt fails). A loop that draws its batches from the cursor cannot miss
+it, whoever wrote the step. ``config["trace"]``: every step appends ``pid step loss`` to that
+file; ``config["batch_log"]``: the cursor appends ``pid batch`` for every batch it hands out.
 """
 from __future__ import annotations
 
