@@ -122,8 +122,8 @@ workshop-feedback: $(STAMP)  ## as root, after make grade: release a lab's feedb
 workshop-down: $(STAMP)  ## as root: stop the hub, remove the room's accounts, group, cgroups and state (keeps the course folder unless PURGE=1): make workshop-down [STATE=..]
 	$(BIN)/python -m grader.workshop.down $(if $(STATE),--state $(STATE)) $(if $(PURGE),--purge)
 
-learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key
-	$(BIN)/python -m grader.authoring.learner_pack
+learner-pack: $(STAMP)  ## build/raylab-learner-pack.tar.gz: learner notebooks, raylab, environment, make setup/lab; no answer key; EDITION=ja: the Japanese pack (-ja.tar.gz)
+	$(BIN)/python -m grader.authoring.learner_pack --edition $(EDITION)
 
 clean:  ## remove grading work files and scratch output (keeps the venv)
 	rm -rf .grading .scratch

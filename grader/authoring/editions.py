@@ -39,12 +39,13 @@ TRANSLATIONS = course.ROOT / "translations"
 HEADER_DATE = datetime.datetime(2026, 12, 6, tzinfo=datetime.timezone.utc)
 
 
-def new_catalog(lang: str, lab: str) -> Catalog:
+def new_catalog(lang: str, lab: str, about: str | None = None) -> Catalog:
+    """An empty catalogue; ``about`` says what its entries are (default: a lab's prose cells)."""
     catalog = Catalog(locale=lang, project=f"Ray Train & Tune Lab Kit, {lab}", version="2.58.0",
                       copyright_holder="the lab kit's authors", creation_date=HEADER_DATE,
                       revision_date=HEADER_DATE, fuzzy=False)
-    catalog.header_comment = (f"# {lang} translation of the prose of {lab}: one entry per prose cell of the\n"
-                              "# learner copy, keyed by its cell id (msgctxt). English is the source.")
+    about = about or f"the prose of {lab}: one entry per prose cell of the\n# learner copy, keyed by its cell id (msgctxt)"
+    catalog.header_comment = f"# {lang} translation of {about}. English is the source."
     return catalog
 
 
@@ -101,12 +102,13 @@ def write(lang: str, lab: str, catalog: Catalog) -> Path:
     return path
 
 
-def updated(catalog: Catalog, entries: list[tuple[str, str]], lang: str, lab: str) -> Catalog:
+def updated(catalog: Catalog, entries: list[tuple[str, str]], lang: str, lab: str,
+            about: str | None = None) -> Catalog:
     """A catalogue with exactly ``entries`` (in their order): translations kept where the English
     is unchanged, kept and marked fuzzy (with the previous English) where it changed, empty for new
     cells. Entries of cells that no longer exist are dropped."""
     by_context = {m.context: m for m in catalog if m.id and m.context}
-    fresh = new_catalog(lang, lab)
+    fresh = new_catalog(lang, lab, about)
     for context, english in entries:
         old = by_context.get(context)
         if old is None:
@@ -211,14 +213,20 @@ def translated(nb, catalog: Catalog, lang: str = "ja"):
     return out
 
 
+def follow(lang: str, name: str, entries: list[tuple[str, str]], about: str | None = None) -> tuple[Catalog, list[str]]:
+    """Bring catalogue ``name`` up to date with the English ``entries``, write it, and return it
+    with what keeps it from being published (:func:`problems`)."""
+    catalog = updated(read(lang, name), entries, lang, name, about)
+    write(lang, name, catalog)
+    return catalog, problems(catalog)
+
+
 def publish(labs: list[str], lang: str) -> dict[str, list[str]]:
     """Update each lab's catalogue and write its edition; {lab: problems} for the labs left out."""
     left_out = {}
     for lab in labs:
         english = nbformat.read(course.release_path(lab), as_version=4)
-        catalog = updated(read(lang, lab), prose(english), lang, lab)
-        write(lang, lab, catalog)
-        found = problems(catalog)
+        catalog, found = follow(lang, lab, prose(english))
         target = edition_path(lang, lab)
         if found:
             left_out[lab] = found

@@ -1,5 +1,6 @@
 """``make release``: regenerate ``notebooks/`` from ``solutions/`` with ``nbgrader generate_assignment``,
-then the other editions (``notebooks-ja/``, ``grader.authoring.editions``) from the learner copies.
+then the other editions (``notebooks-ja/``, ``grader.authoring.editions``) from the learner copies and
+those of the learner READMEs (``README.ja.md``, ``grader.authoring.documents``).
 
 Only finished labs are released: a lab in progress (``grader.authoring.lab_status``) is left out, and naming
 one is refused, so a draft never reaches learners. The gradebook written on the way (it records
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.authoring import editions, lab_status
+from grader.authoring import documents, editions, lab_status
 from grader.grading import course
 
 
@@ -65,6 +66,8 @@ def main(argv=None) -> int:
     for lang in editions.LANGUAGES:
         left_out = editions.publish(labs, lang)
         print(editions.report(left_out, lang) or f"{lang} edition released: {' '.join(labs)}")
+        left_out = documents.publish(lang)
+        print(editions.report(left_out, lang) or f"{lang} edition of the READMEs released")
     return 0
 
 

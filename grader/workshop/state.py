@@ -31,7 +31,7 @@ INSTRUCTOR_GROUP = "raylab-instructors"
 EXCHANGE_MODULE = "raylab_workshop_exchange"  # grader/workshop/exchange.py, as the instructors' servers import it
 INSTRUCTOR_CSP = "frame-ancestors 'self'"
 # What a learner may read in this clone (top-level names); everything else is closed to others.
-LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "Makefile", "pyproject.toml",
+LEARNER_VISIBLE = {".venv", "src", "notebooks", "workshop", "README.md", "README.ja.md", "Makefile", "pyproject.toml",
                    "requirements.txt", "constraints.txt", "environment.yml", ".gitignore"}
 def close_answer_key(root: Path = ROOT) -> dict[str, int]:
     """Remove the "others" permissions from every top-level entry of the clone a learner must not

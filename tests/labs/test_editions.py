@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from grader.authoring import editions, lab_status
+from grader.authoring import documents, editions, lab_status
 from grader.grading import course, edition
 from grader.proof import keys
 
@@ -63,3 +63,28 @@ def test_a_japanese_submission_is_graded_by_the_same_proven_key(lab):
     english, japanese = _both(lab)
     assert keys.notebook_digest(nbformat.writes(japanese).encode()) == \
         keys.notebook_digest(nbformat.writes(english).encode())
+
+
+@pytest.mark.parametrize("document", documents.DOCUMENTS, ids=lambda d: d.name)
+def test_every_readme_unit_has_a_current_translation_in_the_seeds_terms(document):
+    catalog = editions.read("ja", document.name)
+    assert [(m.context, m.id) for m in catalog if m.id] == documents.entries(document), \
+        "the catalogue does not follow the English: make release"
+    assert editions.translation_problems(catalog, "ja") == []  # none missing or stale; form and glossary held
+    left = [m.context for m in catalog if m.id and not KANA.search(m.string)]
+    assert left == [], "English left in place"
+
+
+@pytest.mark.parametrize("document", documents.DOCUMENTS, ids=lambda d: d.name)
+def test_the_published_readme_is_its_catalogue_of_today(document):
+    """README.ja.md is what make release writes from the current English and catalogue."""
+    expected = documents.translated(document, editions.read("ja", document.name), "ja")
+    assert document.edition_path("ja").read_text(encoding="utf-8") == expected, "make release"
+
+
+def test_the_two_readmes_link_to_each_other_at_the_top():
+    readme = documents.DOCUMENTS[0]
+    english_top = readme.path.read_text(encoding="utf-8").split("<!-- id:")[0]
+    assert "(README.ja.md)" in english_top
+    japanese_top = readme.edition_path("ja").read_text(encoding="utf-8").split("\n# ")[0]
+    assert "(README.md)" in japanese_top and "受講者向け" in japanese_top

@@ -1,8 +1,10 @@
-"""`make learner-pack` (issue 17): the archive a learner outside the hub gets holds nothing of the
-answer key and starts with the course's own `make setup` / `make lab` (fast: no install)."""
+"""`make learner-pack [EDITION=ja]` (issue 17): the archive a learner outside the hub gets, one per
+edition, holds nothing of the answer key and starts with the course's own `make setup` / `make lab`
+(fast: no install)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -20,15 +22,24 @@ _BARE_CALL = re.compile(r"[\w.]+\(\)")
 _SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 
 
-@pytest.fixture(scope="module")
-def pack(tmp_path_factory) -> Path:
-    scratch = tmp_path_factory.mktemp("learner-pack")
-    archive = learner_pack.build(scratch / "pack.tar.gz")
+KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+@pytest.fixture(scope="module", params=learner_pack.EDITIONS)
+def pack(request, tmp_path_factory) -> Path:
+    lang = request.param
+    scratch = tmp_path_factory.mktemp(f"learner-pack-{lang}")
+    archive = learner_pack.build(scratch / "pack.tar.gz", lang=lang)
+    name = learner_pack.pack_name(lang)
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-        assert all(n.startswith(learner_pack.NAME + "/") and ".." not in n for n in names)
+        assert all(n.startswith(name + "/") and ".." not in n for n in names)
         tar.extractall(scratch / "unpacked", filter="data")
-    return scratch / "unpacked" / learner_pack.NAME
+    return scratch / "unpacked" / name
+
+
+def _edition(pack: Path) -> str:
+    return "en" if pack.name == learner_pack.NAME else pack.name.rsplit("-", 1)[1]
 
 
 def _texts(pack: Path) -> dict[Path, str]:
@@ -36,18 +47,25 @@ def _texts(pack: Path) -> dict[Path, str]:
 
 
 def test_pack_has_what_a_learner_needs(pack):
+    lang = _edition(pack)
+    here = learner_pack.notebooks_dir(lang)
     labs = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir())
+    # One edition's notebooks, every lab of it, the released copies byte for byte; no other edition.
+    assert sorted(p.name for p in pack.glob("notebooks*")) == [here]
     for lab in labs:
-        assert (pack / "notebooks" / lab / f"{lab}.ipynb").is_file()
-        assert (pack / "notebooks-ja" / lab / f"{lab}.ipynb").is_file()  # the Japanese edition
-    for name in ("Makefile", "README.md", "pyproject.toml", "requirements.txt", "constraints.txt",
+        assert ((pack / here / lab / f"{lab}.ipynb").read_bytes()
+                == (ROOT / here / lab / f"{lab}.ipynb").read_bytes())
+    # The README of the pack's edition, and only that one.
+    readme = "README.md" if lang == "en" else f"README.{lang}.md"
+    assert sorted(p.name for p in pack.glob("README*")) == [readme]
+    assert (pack / readme).read_bytes() == (ROOT / "workshop" / "learner-pack" / readme).read_bytes()
+    assert bool(KANA.search((pack / readme).read_text())) == (lang == "ja")
+    if lang == "ja":
+        assert "Validate" in (pack / readme).read_text() and "受講者" in (pack / readme).read_text()
+    for name in ("Makefile", "pyproject.toml", "requirements.txt", "constraints.txt",
                  "environment.yml", "nbgrader_config.py", "src/raylab/__init__.py",
                  "src/raylab/cluster.py", "workshop/learner-jupyter-config/labconfig/page_config.json"):
         assert (pack / name).is_file(), name
-    # The learner notebooks are the released ones, byte for byte.
-    for lab in labs:
-        assert ((pack / "notebooks" / lab / f"{lab}.ipynb").read_bytes()
-                == (ROOT / "notebooks" / lab / f"{lab}.ipynb").read_bytes())
 
 
 def test_nothing_of_the_answer_key_is_inside(pack):
@@ -116,10 +134,21 @@ def test_pack_makefile_has_the_courses_setup_and_lab(pack):
     dry = subprocess.run(["make", "-n", "-C", str(pack), "setup", "lab"], capture_output=True,
                          text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
-    assert "pip install" in dry.stdout and "jupyter lab --ServerApp.root_dir=notebooks" in dry.stdout
+    root_dir = f"jupyter lab --ServerApp.root_dir={learner_pack.notebooks_dir(_edition(pack))} "
+    assert "pip install" in dry.stdout and root_dir in dry.stdout  # make lab opens the pack's edition
     assert "--ServerApp.ip=127.0.0.1" in dry.stdout
     # Its help lists the two commands and nothing of the instructor's.
     shown = subprocess.run(["make", "-s", "-C", str(pack), "help"], capture_output=True, text=True,
                            timeout=60).stdout
     assert "make setup" in shown and "make lab" in shown
     assert "grade" not in shown and "prove" not in shown and "release" not in shown
+
+
+def test_a_japanese_pack_is_refused_while_a_lab_has_no_japanese_copy(tmp_path):
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "notebooks-ja", tmp_path / "notebooks-ja")
+    missing = sorted((tmp_path / "notebooks-ja").iterdir())[3]
+    shutil.rmtree(missing)
+    with pytest.raises(SystemExit, match=f"{missing.name}: no ja edition"):
+        learner_pack.build(tmp_path / "pack.tar.gz", root=tmp_path, lang="ja")
+    assert not (tmp_path / "pack.tar.gz").exists()
