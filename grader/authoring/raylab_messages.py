@@ -7,7 +7,8 @@ the translation of the closest old English marked ``fuzzy``, a message no longer
 kept as an obsolete (``#~``) entry to reuse or delete. ``... check`` lists what is not ready:
 missing, stale (fuzzy) and obsolete entries, a translation whose placeholders or code spans differ
 from its English, and departures from the glossary (``translations/<lang>/glossary.yaml``, the
-same terms as the notebooks' edition). ``tests/helpers/test_raylab_catalogue.py`` requires none.
+same terms as the notebooks' edition). ``tests/grader/test_raylab_catalogue.py`` requires none.
+:mod:`grader.authoring.cell_messages` keeps the second catalogue, of the test cells' texts.
 """
 from __future__ import annotations
 
@@ -66,16 +67,16 @@ def template(messages: dict[str, list[str]], lang: str) -> Catalog:
     return catalog
 
 
-def read(lang: str) -> Catalog:
-    path = catalogue_path(lang)
+def read(lang: str, path: Path | None = None) -> Catalog:
+    path = path or catalogue_path(lang)
     if not path.exists():
         return template({}, lang)
     with open(path, "rb") as fh:
         return read_po(fh, locale=lang)
 
 
-def write(lang: str, catalog: Catalog) -> Path:
-    path = catalogue_path(lang)
+def write(lang: str, catalog: Catalog, path: Path | None = None) -> Path:
+    path = path or catalogue_path(lang)
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     # Files, not lines, in the location comments: an edit elsewhere in a module leaves the file alone.
@@ -85,9 +86,9 @@ def write(lang: str, catalog: Catalog) -> Path:
     return path
 
 
-def merged(catalog: Catalog, messages: dict[str, list[str]], lang: str) -> Catalog:
+def merged(catalog: Catalog, messages: dict[str, list[str]], lang: str, fresh: Catalog | None = None) -> Catalog:
     """``catalog`` brought up to date with ``messages`` (Babel's ``Catalog.update``, msgmerge's rules)."""
-    fresh = template(messages, lang)
+    fresh = fresh or template(messages, lang)
     catalog.update(fresh, update_header_comment=True, update_creation_date=False)
     catalog.header_comment = fresh.header_comment
     catalog.revision_date = editions.HEADER_DATE
@@ -124,6 +125,13 @@ def problems(lang: str) -> list[str]:
     catalog = read(lang)
     for kind, texts in counts(catalog, messages).items():
         found += [f"{kind}: {text[:70]!r}" for text in texts]
+    return found + form_problems(catalog, lang)
+
+
+def form_problems(catalog: Catalog, lang: str) -> list[str]:
+    """Each translation whose placeholders or code spans differ from its English, or that departs
+    from the glossary."""
+    found = []
     terms = editions.glossary(lang)
     for m in catalog:
         if not (m.id and m.string):

@@ -14,7 +14,10 @@ placeholders after translation, ``_("{n} workers").format(n=n)``, never an f-str
 The catalogue of each language is ``raylab/locale/<lang>.po`` (gettext PO, read with Babel into
 a ``gettext`` translations object in memory; there is no compiled ``.mo`` file). A message without
 a current translation (missing, or marked fuzzy because its English changed) prints in English;
-``tests/helpers/test_raylab_catalogue.py`` keeps every message translated.
+``tests/grader/test_raylab_catalogue.py`` keeps every message translated.
+
+The texts a test cell hands to a check helper (``check(cond, "message")``, ``what=``, ``hint=``)
+are in a second catalogue, ``<lang>-cells.po``: :func:`cell_text` translates them at run time.
 """
 from __future__ import annotations
 
@@ -35,14 +38,15 @@ def language() -> str:
     return lang if lang in LANGUAGES else DEFAULT
 
 
-def catalogue_path(lang: str) -> Path:
-    return CATALOGUES / f"{lang}.po"
+def catalogue_path(lang: str, domain: str = "") -> Path:
+    """``<lang>.po`` for raylab's own messages; ``<lang>-<domain>.po`` for another domain."""
+    return CATALOGUES / (f"{lang}-{domain}.po" if domain else f"{lang}.po")
 
 
 @functools.lru_cache(maxsize=None)
-def translations(lang: str) -> gettext.NullTranslations:
+def translations(lang: str, domain: str = "") -> gettext.NullTranslations:
     """The translations of ``lang`` (English: the identity), built once per process."""
-    path = catalogue_path(lang)
+    path = catalogue_path(lang, domain)
     if lang == DEFAULT or not path.exists():
         return gettext.NullTranslations()
     from babel.messages.mofile import write_mo
@@ -59,6 +63,17 @@ def translations(lang: str) -> gettext.NullTranslations:
 def _(message: str) -> str:
     """``message`` in the learner's language."""
     return translations(language()).gettext(message)
+
+
+def cell_text(message):
+    """A message a test cell passed to a check helper, in the learner's language.
+
+    Test cells are the same in both editions, so their texts cannot be translated in the cell:
+    the helpers look each one up in the ``cells`` catalogue (``<lang>-cells.po``, built from the
+    visible test code of the labs). A text not there, or not a string, comes back as given."""
+    if not isinstance(message, str) or not message or language() == DEFAULT:
+        return message
+    return translations(language(), "cells").gettext(message)
 
 
 def N_(message: str) -> str:  # noqa: N802 - gettext's name for a deferred mark
