@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 from babel.messages.catalog import Catalog
 
-from grader.authoring import editions, raylab_messages
+from grader.authoring import editions, lab_status, raylab_messages
 from grader.grading import course
 
 DOMAIN = "cells"
@@ -75,10 +75,11 @@ def messages_of(source: str, where: str) -> dict[str, list[str]]:
 
 def extract(labs: list[str] | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """({text: [lab/cell id, ...]}, problems): the literal texts of the visible test code of the
-    solution notebooks; a cell whose visible code does not parse is a problem."""
+    solution notebooks of finished labs (a lab in progress is released in no edition yet); a cell
+    whose visible code does not parse is a problem."""
     found: dict[str, list[str]] = {}
     problems = []
-    for lab in labs or course.labs():
+    for lab in labs or lab_status.finished_labs():
         nb = nbformat.read(course.solution_path(lab), as_version=4)
         for cell in nb.cells:
             if cell.cell_type != "code":

@@ -6,7 +6,8 @@ changed input names the part it changed:
 
 ``submission``  the submission's cells as graded: code cells with their nbgrader metadata,
                 other cells by their nbgrader metadata only (prose and outputs cannot change
-                an autograde score, so a prose edit costs no grading);
+                an autograde score, so a prose edit costs no grading), and its edition when
+                it is not English (its kernel runs in that language);
 ``template``    the lab's solution folder as nbgrader uses it (notebooks normalised the same way,
                 the author's own files such as ``mutants.yaml`` left out: nbgrader never copies
                 them), and the cells left out;
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.grading import edition
 from grader.grading.course import AUTHOR_ONLY
 from grader.proof.machine import machine_class
 
@@ -81,12 +83,14 @@ def normalised_cells(nb) -> list:
 
 
 def notebook_digest(data: bytes) -> str:
-    """:func:`normalised_cells` of a notebook file's bytes (bytes as they are if unreadable)."""
+    """:func:`normalised_cells` of a notebook file's bytes (bytes as they are if unreadable), with
+    the edition of one that is not English: the digest of an English notebook is what it always was."""
     try:
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception:  # noqa: BLE001 - an unreadable notebook is keyed by its bytes
         return digest(data)
-    return digest(normalised_cells(nb))
+    lang = edition.language(nb)
+    return digest(normalised_cells(nb) if lang == "en" else {"cells": normalised_cells(nb), "edition": lang})
 
 
 def _files(folder: Path) -> list[Path]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from grader.grading import course
 from grader.proof import audit, keys, ledger, suites
+from grader.proof.roundtrip_rules import EDITIONS
 
 # A grading the ledger has never timed (a new lab or round): about what a Train lab's takes.
 UNKNOWN_GRADING_S = 120.0
@@ -56,7 +57,9 @@ def lab_plan(lab: str, work: Path, builder: keys.KeyBuilder, ledger_dir: Path | 
         return plan
     for student, g in prep.gradings.items():
         plan.gradings[student] = g.key
-        plan.seconds[student] = stored.seconds_of(student) or UNKNOWN_GRADING_S
+        # A submission of another edition runs what its English one does: about as long.
+        english = EDITIONS.get(student, (None, student))[1]
+        plan.seconds[student] = stored.seconds_of(student) or stored.seconds_of(english) or UNKNOWN_GRADING_S
         if stored.get(g.key) is None:
             plan.misses[student] = stored.why_missed(dataclasses.asdict(g.parts), student)
     return plan

@@ -5,8 +5,9 @@
 direction when: the solution below full marks,
 the untouched learner copy above 0, a mutant at full marks on the exercise it breaks, a mutant
 caught only by a crash instead of a check, a right answer that differs from the solution below
-full marks, an error in any cell of the solution, a solution flagged for review, or processes left
-behind. Every submission is graded by
+full marks, an error in any cell of the solution, a solution flagged for review, the solution's
+answers in the Japanese copy scoring otherwise than in English (or no Japanese copy), or processes
+left behind. Every submission is graded by
 ``grader.grading.autograde.autograde_submission``, the function the class grader calls, so this proves the
 path that grades a class. ``tests/grader/test_autograde_roundtrip.py`` runs it for every lab
 from the ledger; ``make prove`` (``grader/proof/prove.py``) grades every submission and records them.
@@ -27,8 +28,8 @@ from grader.grading import autograde, gradebook, trim
 from grader.grading.templates import Templates
 from grader.proof import keys, ledger, mutants, requirements
 from grader.proof.machine import machine_class
-from grader.proof.roundtrip_rules import (Graded, error_line, failed_in_visible_part, judge, visible_catch,
-                                    visible_problems, visible_record)
+from grader.proof.roundtrip_rules import (EDITIONS, Graded, edition_copy, error_line, failed_in_visible_part, judge,
+                                          visible_catch, visible_problems, visible_record)
 
 
 @dataclass
@@ -73,6 +74,9 @@ def _submissions(lab: str, mutants_per_exercise: int | None = None, only: frozen
     submissions = {"solution": (mutants.answer_sources(lab), {}),
                    "solution_trimmed": (mutants.answer_sources(lab), {}),
                    "untouched": (None, {})}
+    # The solution's answers in each published edition's copy (roundtrip_rules.edition_problems).
+    submissions |= {student: (mutants.answer_sources(lab), {}) for student, (lang, _) in EDITIONS.items()
+                    if edition_copy(lang, lab).exists()}
     for k, rnd in enumerate(mutants.rounds(lab, mutants_per_exercise, only)):
         submissions[f"mutants{k}"] = (mutants.round_answers(lab, rnd), rnd)
     return submissions
@@ -133,7 +137,8 @@ def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None
     """Every grading of the lab's round trip, built and keyed, nothing graded yet.
 
     Every submission is built from the released learner copy, as a learner's is. The solution is
-    graded with every cell (so every demo is proven to run). The untouched copy, the mutants and
+    graded with every cell (so every demo is proven to run), and so are its answers in each
+    published edition's copy (``solution_ja``: ``notebooks-ja/``). The untouched copy, the mutants and
     the right answers are graded like a class, without the demo cells their answers do not need;
     every exercise must keep full marks graded that way, as a right answer or, for an exercise
     without one, in the solution's form (``solution_trimmed``): nothing a test depends on was left
@@ -144,7 +149,8 @@ def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None
     release = grading_dir / "release" / lab / f"{lab}.ipynb"
     submissions = _submissions(lab, mutants_per_exercise, only)
     exercises = mutants.load(lab)
-    built = {student: mutants.submission(lab, answers, release=release)
+    releases = {student: edition_copy(lang, lab) for student, (lang, _) in EDITIONS.items()}
+    built = {student: mutants.submission(lab, answers, release=releases.get(student, release))
              for student, (answers, _) in submissions.items()}
     # The demo cells a submission in the solution's form is graded without. Each exercise must keep
     # its points graded without them (roundtrip_rules.trim_problems); a right answer in a mutant
@@ -156,7 +162,7 @@ def prepare(lab: str, grading_dir: Path, mutants_per_exercise: int | None = None
     rounds = {student: submissions[student][1] for student in submissions}
     if "solution_trimmed" in submissions:
         rounds["solution_trimmed"] = witnessless
-    left_out = {student: [] if student == "solution" else
+    left_out = {student: [] if student == "solution" or student in EDITIONS else
                 templates.skips(lab, nbformat.writes(nb).encode(), not_graded(exercises, rounds[student]))
                 for student, nb in built.items()}
     gradings = {}
@@ -266,8 +272,9 @@ def run(lab: str, grading_dir: Path | None = None, workers: int | None = None,
                          f"grading of the same inputs: {d}" for d in ledger.differences(entry.result, raw)]
         raws[student] = raw
     graded, leftover, grading_problems = _collect(prep, raws, grading_dir)
+    unpublished = [lang for student, (lang, _) in EDITIONS.items() if student not in prep.gradings]
     problems = grading_problems + problems + judge(graded, prep.exercises, prep.skipped,
-                                                    requirements.test_sources(lab))
+                                                    requirements.test_sources(lab), unpublished)
     records = {g.key: ledger.Entry(g.key, s, g.variants(), g.left_out, dataclasses.asdict(g.parts), raws[s])
                for s, g in prep.gradings.items() if s in raws}
     return RoundTrip(lab, round(time.monotonic() - start, 1), graded, leftover, problems, prep.skipped,

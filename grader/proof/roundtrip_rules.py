@@ -227,11 +227,46 @@ def right_problems(graded: dict, exercises: dict) -> list[str]:
     return problems
 
 
-def judge(graded: dict, exercises: dict, skipped: list, sources: dict | None = None) -> list[str]:
+# A submission of another edition: student -> (its language, the English submission whose answers it holds).
+EDITIONS = {"solution_ja": ("ja", "solution")}
+
+
+def edition_copy(lang: str, lab: str) -> Path:
+    """The learner copy of the lab in the edition of ``lang``, as ``make release`` publishes it."""
+    return Path(__file__).resolve().parents[2] / f"notebooks-{lang}" / lab / f"{lab}.ipynb"
+
+
+def edition_problems(graded: dict, unpublished=()) -> list[str]:
+    """The same answers in another edition's copy must get the English scores, cell for cell, and
+    raise in no cell the English one does not: an edition changes the language of the words around
+    a grade, never a grade. ``unpublished``: the languages with no copy of the lab (the release
+    leaves out a stale translation), whose grading nothing here proves."""
+    problems = [f"no {lang} copy of the lab in notebooks-{lang}/: its grading is unproven; "
+                "bring the translation up to date and make release" for lang in unpublished]
+    for student, (lang, english) in EDITIONS.items():
+        g, e = graded.get(student), graded.get(english)
+        if g is None or e is None:
+            continue
+        for grade_id in sorted(set(g.scores) | set(e.scores)):
+            if tuple(g.scores.get(grade_id, ())) != tuple(e.scores.get(grade_id, ())):
+                problems.append(f"{student}: {grade_id} scored {_score(g, grade_id)} in the {lang} edition, "
+                                f"{_score(e, grade_id)} in English (the autograder grades the editions differently)")
+        problems += [f"{student}: error in cell {gid} in the {lang} edition only: {ename}: {evalue[:200]}"
+                     for gid, (ename, evalue) in g.errors.items() if gid not in e.errors]
+    return problems
+
+
+def _score(g: Graded, grade_id: str) -> str:
+    score = g.scores.get(grade_id)
+    return "nothing" if score is None else f"{score[0]}/{score[1]}"
+
+
+def judge(graded: dict, exercises: dict, skipped: list, sources: dict | None = None,
+          unpublished=()) -> list[str]:
     """Every way the autograder can be wrong, as readable problems (empty: right both ways).
     ``sources`` (test cell grade_id -> source): also trace each mutant to the requirement it
-    breaks (``grader.proof.requirements``)."""
+    breaks (``grader.proof.requirements``); ``unpublished``: :func:`edition_problems`."""
     linked = requirements.link_problems(graded, exercises, sources) if sources is not None else []
     return (solution_problems(graded) + trim_problems(graded, exercises, skipped)
             + untouched_problems(graded) + mutant_problems(graded, exercises) + linked
-            + right_problems(graded, exercises))
+            + right_problems(graded, exercises) + edition_problems(graded, unpublished))

@@ -3,6 +3,12 @@
 Two labs (lab 00, which runs Ray, and the quiz), each handed in four times: the learner copy of each
 edition with the solution's answers written in, and each edition's learner copy as released (no
 answers). The class grader must give each Japanese submission exactly the English one's scores.
+
+Every lab's round trip already grades the solution's answers in the Japanese copy and compares
+them with the English solution, cell for cell (``solution_ja``, ``roundtrip_rules.edition_problems``),
+through the function the class grader calls. This module is what the proof does not cover: the
+whole ``make grade`` batch (``grader.classroom.grade``: finding the edition among a class's
+submissions, its state file) and the Japanese copy handed in blank.
 """
 import json
 import subprocess

@@ -1,8 +1,10 @@
 """The Japanese edition as a learner meets it: JupyterLab started by the Makefile's own
 `make lab EDITION=ja` recipe (on a scratch copy of ``notebooks-ja/``, so nothing is written into
 it), lab 00 opened in Debian's Chromium. JupyterLab's menus are Japanese (the language pack, locale
-set by the learner configuration's ``ja/`` layer), and the lab's first cell, ``raylab.setup``,
-prints its banner in Japanese (``RAYLAB_LANG=ja``), not the English one. Screenshots land in
+set by the learner configuration's ``ja/`` layer), the lab's first cell, ``raylab.setup``,
+prints its banner in Japanese (``RAYLAB_LANG=ja``), not the English one, and nbgrader's Validate
+on a copy with one wrong answer (a core mistake of exercise 1) explains the failed check in
+Japanese: the test cell's own label and hint come back from the cell catalogue. Screenshots land in
 ``<pytest tmp>/screenshots``.
 """
 from __future__ import annotations
@@ -16,9 +18,11 @@ import time
 import uuid
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import test_browser as tb
+from grader.proof import mutants
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -26,6 +30,33 @@ ROOT = Path(__file__).resolve().parents[2]
 LAB = tb.LAB
 JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")  # kana and kanji
 ENGLISH_BANNER = f"[raylab] {LAB}: Ray 2.58.0 (learner mode)"
+WRONG = ("environment_report_answer", "reports_documented_python_not_installed")
+ENGLISH_HINT = "describe the running interpreter, not the course docs"  # the hint its check gives
+
+
+def _japanese_copy_with_one_wrong_answer(root_dir: Path) -> Path:
+    """The Japanese notebook with every answer filled in and exercise 1's core mistake in it."""
+    answers = mutants.answer_sources(LAB)
+    answer, name = WRONG
+    wrong = next(m for m in mutants.load(LAB)[answer].mutants if m.name == name)
+    answers[answer] = mutants.apply(answers[answer], wrong)
+    path = root_dir / "wrong" / LAB / f"{LAB}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(mutants.submission(LAB, answers, release=ROOT / "notebooks-ja" / LAB / f"{LAB}.ipynb"), path)
+    return path
+
+
+def _japanese_hint() -> str:
+    import os
+
+    from raylab import i18n
+
+    before = os.environ.get("RAYLAB_LANG")
+    os.environ["RAYLAB_LANG"] = "ja"
+    try:
+        return i18n.cell_text(ENGLISH_HINT)
+    finally:
+        os.environ.pop("RAYLAB_LANG") if before is None else os.environ.__setitem__("RAYLAB_LANG", before)
 
 
 class MakeLab(tb.Server):
@@ -61,11 +92,37 @@ class MakeLab(tb.Server):
         return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
 
 
+def _open(page, learner, server: MakeLab, rel_path: str) -> None:
+    """Open a notebook and wait for its kernel through the server's API (the status bar's words
+    are Japanese here, so the English test's wait cannot read them)."""
+    page.goto(f"{server.base}/lab/tree/{rel_path}?reset&token={server.token}", timeout=tb.OPEN_S * 1000)
+    learner.panel.locator(".jp-Cell").first.wait_for(state="visible", timeout=tb.OPEN_S * 1000)
+    deadline = time.monotonic() + tb.OPEN_S
+    while not server.kernel_idle():
+        assert time.monotonic() < deadline, f"no idle kernel within {tb.OPEN_S} s"
+        time.sleep(0.5)
+
+
+def _validate(page, learner) -> tuple[str, str]:
+    """Press nbgrader's Validate button; return (result class, dialog text). The dialog is found
+    by nbgrader's result classes, not by its title, whatever language the title is in."""
+    learner.panel.locator(".jp-NotebookPanel-toolbar .validate-button").click()
+    results = ".validation-success, .validation-failed, .validation-changed"
+    body = page.locator(f".jp-Dialog {results.replace(', ', ', .jp-Dialog ')}").first
+    body.wait_for(state="visible", timeout=tb.VALIDATE_S * 1000)
+    classes = body.get_attribute("class") or ""
+    kind = next(k for k in ("success", "failed", "changed") if f"validation-{k}" in classes)
+    return kind, page.locator(".jp-Dialog").first.text_content() or ""
+
+
 def test_make_lab_edition_ja_shows_japanese_menus_and_messages(tmp_path):
     from playwright.sync_api import sync_playwright
 
     root_dir = tmp_path / "notebooks-ja"
     shutil.copytree(ROOT / "notebooks-ja" / LAB, root_dir / LAB)
+    _japanese_copy_with_one_wrong_answer(root_dir)
+    japanese_hint = _japanese_hint()
+    assert japanese_hint != ENGLISH_HINT and JAPANESE.search(japanese_hint), japanese_hint
     shots = tmp_path / "screenshots"
     shots.mkdir()
     server = MakeLab(tmp_path, root_dir)
@@ -99,6 +156,21 @@ def test_make_lab_edition_ja_shows_japanese_menus_and_messages(tmp_path):
                 assert "Traceback" not in output, output
                 assert JAPANESE.search(output), f"raylab's setup printed no Japanese:\n{output}"
                 assert ENGLISH_BANNER not in output, output
+                server.shutdown_kernels()
+
+                # Validate on the copy with a wrong answer: the failed check speaks Japanese
+                _open(page, learner, server, f"wrong/{LAB}/{LAB}.ipynb")
+                kind, dialog_text = _validate(page, learner)
+                learner.shot("3-validate-wrong-answer")
+                print(f"validate dialog:\n{dialog_text[:3000]}")
+                assert kind == "failed", f"validation of the wrong answer: {kind}\n{dialog_text[:2000]}"
+                assert japanese_hint in dialog_text, dialog_text[-3000:]
+                # the dialog shows the failed cell's code and traceback (where the hint is written
+                # in English, as code) and ends with the error's message: Japanese only
+                message = dialog_text[dialog_text.rindex("CheckFailed:"):]
+                print(f"the error's message:\n{message}")
+                assert japanese_hint in message and ENGLISH_HINT not in message, message
+                learner.close_dialog()
             except BaseException:
                 learner.shot("failure")
                 print(f"\nscreenshots: {shots}\nserver log: {server.log_path}")

@@ -57,12 +57,15 @@ def test_the_edition_differs_from_the_english_in_prose_only(lab):
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_a_japanese_submission_is_graded_by_the_same_proven_key(lab):
-    """The proof keys read a notebook's code and nbgrader metadata, not its prose: the learner copy
-    of either edition, and any answers written into it, grade under one key (ledger/<lab>.json)."""
+def test_a_japanese_copy_differs_from_the_english_for_the_proof_only_by_its_edition(lab):
+    """The proof keys read a notebook's code and nbgrader metadata, not its prose; the edition
+    marker enters a key (each lab's proof grades the Japanese copy apart, as ``solution_ja``).
+    Without the marker, the two editions' learner copies are one key."""
     english, japanese = _both(lab)
-    assert keys.notebook_digest(nbformat.writes(japanese).encode()) == \
-        keys.notebook_digest(nbformat.writes(english).encode())
+    english_key = keys.notebook_digest(nbformat.writes(english).encode())
+    assert keys.notebook_digest(nbformat.writes(japanese).encode()) != english_key
+    japanese.metadata.pop(edition.MARKER)
+    assert keys.notebook_digest(nbformat.writes(japanese).encode()) == english_key
 
 
 @pytest.mark.parametrize("document", documents.DOCUMENTS, ids=lambda d: d.name)
