@@ -23,6 +23,7 @@ from babel.messages.pofile import read_po, write_po
 
 from grader.authoring import editions
 from grader.grading import course
+from raylab import i18n
 
 SOURCE = course.ROOT / "src" / "raylab"
 MARKS = ("_", "N_")
@@ -137,25 +138,34 @@ def form_problems(catalog: Catalog, lang: str) -> list[str]:
         if not (m.id and m.string):
             continue
         issues = editions.term_problems(m.id, m.string, terms)
-        if _fields(m.id) != _fields(m.string):
-            issues.append(f"placeholders differ: {_fields(m.id)} vs {_fields(m.string)}")
+        # An f-string's pattern holds expressions, not format fields (raylab.i18n.pattern_parts).
+        fields = i18n.placeholders if i18n.PATTERN_FLAG in m.flags else _fields
+        try:
+            if fields(m.id) != fields(m.string):
+                issues.append(f"placeholders differ: {fields(m.id)} vs {fields(m.string)}")
+        except ValueError as exc:
+            issues.append(f"placeholders do not parse: {exc}")
         if sorted(editions.CODE_SPAN.findall(m.id)) != sorted(editions.CODE_SPAN.findall(m.string)):
             issues.append("code spans differ")
         found += [f"{m.id[:50]!r}: {issue}" for issue in issues]
     return found
 
 
-def main(argv=None) -> int:
-    """``update [LANG]``: bring the catalogue up to date with the code; ``check [LANG]``: list what
-    it still needs (exit 1 if anything)."""
+def command_line(argv, update, problems, path, label: str) -> int:
+    """``update [LANG]``: bring a catalogue up to date; ``check [LANG]``: list what it still needs
+    (exit 1 if anything). ``update``/``problems`` take the language, ``path`` gives its file."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command, lang = (argv + ["check"])[0], (argv[1:] + ["ja"])[0]
     if command == "update":
         catalog = update(lang)
-        print(f"{catalogue_path(lang).relative_to(course.ROOT)}: {sum(1 for m in catalog if m.id)} messages")
+        print(f"{path(lang).relative_to(course.ROOT)}: {sum(1 for m in catalog if m.id)} messages")
     found = problems(lang)
-    print(f"{lang}: {len(found)} problem(s)", *found, sep="\n  ")
+    print(f"{label.format(lang=lang)}: {len(found)} problem(s)", *found, sep="\n  ")
     return 1 if found else 0
+
+
+def main(argv=None) -> int:
+    return command_line(argv, update, problems, catalogue_path, "{lang}")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ changed input names the part it changed:
                 import, found by reading their imports, so a new module cannot be forgotten),
                 nbgrader's configuration, the sandbox's files, the sandbox's allow-lists and
                 limits, the kernel's environment and the grading options;
-``raylab``      every file of ``src/raylab`` (modules and package data, the message catalogues
-                ``locale/*.po`` included: a Japanese submission's kernel reads them);
+``raylab``      every file of ``src/raylab`` (modules and package data) that a kernel of the
+                submission's edition reads: the message catalogues ``locale/<lang>*.po`` of its
+                language only (:mod:`raylab.i18n` opens no catalogue in English), so a
+                translation costs the gradings of its own edition and no other;
 ``environment`` the course environment's distributions (``requirements.txt`` and what they
                 require) with the file hashes pip recorded, and the Python build;
 ``machine``     the machine class, not its speed: OS release, kernel release, cgroup version,
@@ -31,11 +33,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import hashlib
-import json
-import platform
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +41,8 @@ import nbformat
 
 from grader.grading import edition
 from grader.grading.course import AUTHOR_ONLY
+from grader.proof import environment
+from grader.proof.digests import digest
 from grader.proof.machine import machine_class
 
 # Raise when the meaning of a part changes (a new part, another normalisation): every key changes.
@@ -56,13 +56,6 @@ RECIPE_ENTRIES = ("grader/grading/autograde.py", "grader/grading/templates.py", 
 # one above) and the sandbox's entry script.
 RECIPE_FILES = ("nbgrader_config.py", "grader/grading/sandbox")
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
-
-
-def digest(value) -> str:
-    """sha256 of a JSON-able value (bytes as their hex), in a canonical form."""
-    if isinstance(value, bytes):
-        return hashlib.sha256(value).hexdigest()
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 # --- notebooks and folders ---------------------------------------------------------------------
@@ -93,6 +86,14 @@ def notebook_digest(data: bytes) -> str:
     return digest(normalised_cells(nb) if lang == "en" else {"cells": normalised_cells(nb), "edition": lang})
 
 
+def notebook_language(data: bytes) -> str:
+    """The edition a notebook file is marked with (English if unreadable or unmarked)."""
+    try:
+        return edition.language(nbformat.reads(data.decode("utf-8"), as_version=4))
+    except Exception:  # noqa: BLE001 - an unreadable notebook is graded as English
+        return "en"
+
+
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*")
                   if p.is_file() and not SKIPPED_PARTS & set(p.relative_to(folder).parts)
@@ -109,6 +110,13 @@ def folder_digest(folder: Path, skipped_names=()) -> str:
         data = path.read_bytes()
         parts[str(path.relative_to(folder))] = notebook_digest(data) if path.suffix == ".ipynb" else digest(data)
     return digest(parts)
+
+
+def raylab_digest(folder: Path, lang: str) -> str:
+    """:func:`folder_digest` of raylab as a kernel speaking ``lang`` reads it: without the message
+    catalogues of other languages (``locale/<lang>.po``, ``locale/<lang>-<domain>.po``)."""
+    others = {p.name for p in (folder / "locale").glob("*.po") if p.stem.split("-", 1)[0] != lang}
+    return folder_digest(folder, skipped_names=others)
 
 
 # --- the recipe ---------------------------------------------------------------------------------
@@ -173,76 +181,6 @@ def recipe_settings(options) -> dict:
             "network_isolated": options.isolate_network and course.can_isolate_network()}
 
 
-# --- the course environment ------------------------------------------------------------------
-
-REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?")
-# Lines of a RECORD that differ between two installs of the same files: scripts outside
-# site-packages carry the environment's path in their first line, and pip's own bookkeeping.
-RECORD_SKIPPED = re.compile(r"^(\.\./|[^,]*\.dist-info/(INSTALLER|REQUESTED|RECORD|direct_url\.json),)")
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def course_requirements(root: Path = ROOT) -> dict[str, set[str]]:
-    """name -> extras of each requirement in ``requirements.txt`` (the course environment)."""
-    reqs = {}
-    for line in (root / "requirements.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        found = REQUIREMENT.match(line)
-        if found and not line.startswith("-"):
-            extras = {e.strip() for e in (found.group(2) or "[]")[1:-1].split(",") if e.strip()}
-            reqs.setdefault(_canonical(found.group(1)), set()).update(extras)
-    return reqs
-
-
-def course_distributions(root: Path = ROOT) -> list:
-    """The installed distributions of the course environment: its requirements and, transitively,
-    what they require (with the extras asked for and the markers of this Python)."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-
-    todo = [(name, extras) for name, extras in course_requirements(root).items()]
-    found, extras_seen = {}, {}
-    while todo:
-        name, extras = todo.pop()
-        new = extras - extras_seen.get(name, set())
-        if name in found and not new:
-            continue
-        try:
-            dist = found.get(name) or metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            raise SystemExit(f"the course environment lacks {name}: run make setup") from None
-        found[name] = dist
-        extras_seen[name] = extras_seen.get(name, set()) | extras
-        for text in dist.requires or []:
-            req = Requirement(text)
-            wanted = [""] + sorted(extras_seen[name])
-            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in wanted):
-                todo.append((_canonical(req.name), set(req.extras)))
-    return [found[n] for n in sorted(found)]
-
-
-def distribution_digest(dist) -> str:
-    """A distribution by its name, version and the hash of every file pip recorded for it."""
-    record = dist.read_text("RECORD") or ""
-    lines = sorted(l for l in record.splitlines()
-                   if l and not RECORD_SKIPPED.match(l) and not l.endswith(",,"))
-    return digest([dist.metadata["Name"], dist.version, lines])
-
-
-@functools.lru_cache(maxsize=4)
-def environment_parts(root: Path = ROOT) -> dict:
-    """The course environment as the kernel sees it: each distribution's digest and the Python build."""
-    dists = {_canonical(d.metadata["Name"]): distribution_digest(d)
-             for d in course_distributions(root) if _canonical(d.metadata["Name"]) != "raylab"}
-    python = [sys.version, list(platform.python_build()), platform.python_implementation(),
-              sys.implementation.cache_tag]
-    return {"python": python, "distributions": dists}
-
-
 # --- keys ---------------------------------------------------------------------------------------
 
 class Keyed:
@@ -275,13 +213,13 @@ class KeyBuilder:
     def recipe(self) -> str:
         return digest({"files": recipe_files(self.root), "settings": recipe_settings(self.options)})
 
-    @functools.cached_property
-    def raylab(self) -> str:
-        return folder_digest(self.root / "src" / "raylab")
+    @functools.lru_cache(maxsize=8)
+    def raylab(self, lang: str) -> str:
+        return raylab_digest(self.root / "src" / "raylab", lang)
 
     @functools.cached_property
     def environment(self) -> str:
-        return digest(environment_parts(self.root))
+        return digest(environment.environment_parts(self.root))
 
     @functools.cached_property
     def machine(self) -> str:
@@ -294,5 +232,6 @@ class KeyBuilder:
     def parts(self, lab: str, notebook: bytes, left_out) -> Parts:
         return Parts(submission=notebook_digest(notebook),
                      template=digest([lab, self.solution(lab), sorted(left_out)]),
-                     recipe=self.recipe, raylab=self.raylab, environment=self.environment,
+                     recipe=self.recipe, raylab=self.raylab(notebook_language(notebook)),
+                     environment=self.environment,
                      machine=self.machine)

@@ -27,6 +27,8 @@ import nbformat
 from grader.grading import autograde, gradebook, trim
 from grader.grading.templates import Templates
 from grader.proof import keys, ledger, mutants, requirements
+from grader.proof.digests import digest
+from grader.proof.environment import environment_parts
 from grader.proof.machine import machine_class
 from grader.proof.roundtrip_rules import (EDITIONS, Graded, edition_copy, error_line, failed_in_visible_part, judge,
                                           visible_catch, visible_problems, visible_record)
@@ -180,7 +182,7 @@ def grade_one(lab: str, student: str, notebook: bytes, template: bytes) -> tuple
     run it (``make prove ADDRESS=...``)."""
     res = autograde.autograde_submission(lab, student, notebook, template, OPTIONS)
     autograded = nbformat.reads(res["autograded"], as_version=4) if res["autograded"] else None
-    where = {"machine": keys.digest(machine_class()), "environment": keys.digest(keys.environment_parts())}
+    where = {"machine": digest(machine_class()), "environment": digest(environment_parts())}
     return ledger.raw_result(res, first_errors(autograded) if autograded else {}), where
 
 

@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.proof import keys
-from grader.proof.keys import ROOT, SCHEMA, Keyed, digest
+from grader.proof.digests import digest
+from grader.proof.environment import canonical, distribution_digest
+from grader.proof.keys import ROOT, SCHEMA, Keyed
 from grader.proof.machine import machine_class
 
 LEDGER_FILE = ROOT / "ledger" / "tests.json"
@@ -115,8 +117,8 @@ NOT_ENVIRONMENT = {"raylab", "pip"}
 def _distributions() -> dict:
     from importlib import metadata
 
-    return {keys._canonical(d.metadata["Name"]): keys.distribution_digest(d) for d in metadata.distributions()
-            if d.metadata["Name"] and keys._canonical(d.metadata["Name"]) not in NOT_ENVIRONMENT}
+    return {canonical(d.metadata["Name"]): distribution_digest(d) for d in metadata.distributions()
+            if d.metadata["Name"] and canonical(d.metadata["Name"]) not in NOT_ENVIRONMENT}
 
 
 def system_packages() -> str:

@@ -1,7 +1,7 @@
 """Feedback hints that say where a test cell failed, visible or hidden checks, without showing it.
 
 The class grader's feedback gives a failed test cell without a course hint one generic line,
-"Hint: reread "<section>" and run the visible checks again." A learner whose visible checks pass
+"Hint: reread "<section>" and run the visible checks again." (its Japanese in the Japanese edition). A learner whose visible checks pass
 reads that as nonsense: the failing check was a hidden one. The graded notebook still holds the
 test cell's full traceback and its hidden block, so the failing line of the test cell (the line
 IPython marks ``---->`` in the cell's own frame) tells which part failed. :func:`refine` rewrites
@@ -13,15 +13,24 @@ from __future__ import annotations
 
 import re
 
+from grader.grading.nbgrader_ext import HideGradeCellTracebacks
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ARROW = re.compile(r"^-+> *\d+ (.*)$")
 _QUOTE = r"(?:\"|&quot;|&#34;)"
-GENERIC = re.compile(rf"Hint: reread {_QUOTE}(.*?){_QUOTE} and run the visible checks again\.")
 _HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
+HINT_PREFIXES = HideGradeCellTracebacks.HINT_PREFIXES  # a course check's own hint, in either edition
 
-VISIBLE = 'Hint: a visible check of this cell failed: run the cell again in your notebook and reread "{}".'
-HIDDEN = ('Hint: the visible checks of this cell pass; one of the hidden checks failed. Reread "{}" '
-          "for what the exercise asks beyond the visible checks.")
+# The generic pointer of each edition (HideGradeCellTracebacks.GENERIC_HINT), and what replaces it.
+GENERIC = {"en": re.compile(rf"Hint: reread {_QUOTE}(.*?){_QUOTE} and run the visible checks again\."),
+           "ja": re.compile(r"ヒント: 「(.*?)」を読み直し、表示されているチェックをもう一度実行してください。")}
+VISIBLE = {"en": 'Hint: a visible check of this cell failed: run the cell again in your notebook and reread "{}".',
+           "ja": "ヒント: このセルの表示されているチェックが失敗しました。ノートブックでセルをもう一度実行し、"
+                 "「{}」を読み直してください。"}
+HIDDEN = {"en": ('Hint: the visible checks of this cell pass; one of the hidden checks failed. Reread "{}" '
+                 "for what the exercise asks beyond the visible checks."),
+          "ja": ("ヒント: このセルの表示されているチェックは通りますが、表示されていないチェックの 1 つが"
+                 "失敗しました。演習が表示されているチェック以上に求めていることを「{}」で読み直してください。")}
 
 
 def failing_line(traceback: list[str]) -> str | None:
@@ -39,7 +48,7 @@ def failing_line(traceback: list[str]) -> str | None:
 def where_failed(cell) -> str | None:
     """"hidden", "visible", or None (no error without a course hint, or not placeable)."""
     errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-    if not errors or "Hint:" in str(errors[-1].get("evalue", "")):
+    if not errors or _has_hint(errors[-1]):
         return None
     line = failing_line(errors[-1].get("traceback", []))
     if not line:
@@ -61,9 +70,10 @@ def refine(page: str, graded_notebook: str) -> tuple[str, int]:
     for cell in nb.cells:
         if cell.cell_type == "code" and utils.is_grade(cell):
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            if errors and "Hint:" not in str(errors[-1].get("evalue", "")):
+            if errors and not _has_hint(errors[-1]):
                 places.append(where_failed(cell))
     changed = 0
+    lang = next((lang for lang, generic in GENERIC.items() if generic.search(page)), "en")
 
     def place(match):
         nonlocal changed
@@ -73,7 +83,12 @@ def refine(page: str, graded_notebook: str) -> tuple[str, int]:
         if where is None:
             return match.group(0)
         changed += 1
-        return (HIDDEN if where == "hidden" else VISIBLE).format(match.group(1))
+        return (HIDDEN if where == "hidden" else VISIBLE)[lang].format(match.group(1))
 
     place.count = 0
-    return GENERIC.sub(place, page), changed
+    return GENERIC[lang].sub(place, page), changed
+
+
+def _has_hint(error: dict) -> bool:
+    """Whether a failed cell's error carries a course check's own hint (then no generic one)."""
+    return any(prefix in str(error.get("evalue", "")) for prefix in HINT_PREFIXES)

@@ -73,16 +73,21 @@ def plan_devices(cuda_available: bool, gpu_count: int, *, num_workers: int | Non
                                "one worker per GPU").format(workers=num_workers, gpus=gpu_count))
         workers = num_workers or gpu_count
         return DevicePlan(True, "cuda", GPU_BACKEND, workers, {"GPU": 1},
-                          f"{gpu_count} CUDA device(s): {workers} worker(s), 1 GPU each, NCCL")
+                          _reason(_("{n} CUDA device(s)").format(n=gpu_count), True, workers))
     if force_cpu:
-        why = "CPU forced"
+        why = _("CPU forced")
     elif cuda_available:
-        why = "CUDA reports available but no device is visible"
+        why = _("CUDA reports available but no device is visible")
     else:
-        why = "no CUDA device"
+        why = _("no CUDA device")
     workers = num_workers or cpu_workers
-    return DevicePlan(False, "cpu", CPU_BACKEND, workers, {"CPU": 1},
-                      f"{why}: {workers} CPU worker(s), 1 CPU each, gloo")
+    return DevicePlan(False, "cpu", CPU_BACKEND, workers, {"CPU": 1}, _reason(why, False, workers))
+
+
+def _reason(why: str, use_gpu: bool, workers: int) -> str:
+    """A plan's reason: why this device, then what the run gets."""
+    got = (_("{n} worker(s), 1 GPU each, NCCL") if use_gpu else _("{n} CPU worker(s), 1 CPU each, gloo"))
+    return _("{why}: {got}").format(why=why, got=got.format(n=workers))
 
 
 def scaling_plans(cuda_available: bool, gpu_count: int, counts=(1, 2)) -> list[DevicePlan]:
@@ -99,8 +104,9 @@ def scaling_plans(cuda_available: bool, gpu_count: int, counts=(1, 2)) -> list[D
     if cuda_available and gpu_count > 0 and not on_gpu:
         plans = [DevicePlan(p.use_gpu, p.device_type, p.backend, p.num_workers,
                             p.resources_per_worker,
-                            f"{gpu_count} GPU(s) cannot hold {counts[-1]} workers: CPU for the "
-                            f"whole study, {p.num_workers} worker(s), gloo") for p in plans]
+                            _("{gpus} GPU(s) cannot hold {most} workers: CPU for the whole study, "
+                              "{n} worker(s), gloo").format(gpus=gpu_count, most=counts[-1], n=p.num_workers))
+                 for p in plans]
     return plans
 
 
@@ -120,10 +126,10 @@ def plan_from_cluster(resources: dict, *, num_workers: int | None = None, cpu_wo
     gpus = cluster_gpus(resources)
     plan = plan_devices(gpus > 0, gpus, num_workers=num_workers, cpu_workers=cpu_workers,
                         force_cpu=force_cpu)
-    where = f"the cluster offers {gpus} GPU(s)" if gpus else "the cluster offers no GPU"
+    where = _("the cluster offers {n} GPU(s)").format(n=gpus) if gpus else _("the cluster offers no GPU")
     if force_cpu:
-        where += ", CPU forced"
-    return replace(plan, reason=f"{where}: {plan.reason.split(': ', 1)[-1]}")
+        where = _("{where}, CPU forced").format(where=where)
+    return replace(plan, reason=_reason(where, plan.use_gpu, plan.num_workers))
 
 
 def driver_view_warning(driver_cuda: bool, resources: dict) -> str:
@@ -131,11 +137,11 @@ def driver_view_warning(driver_cuda: bool, resources: dict) -> str:
     for this cluster; ``""`` when both views agree."""
     gpus = cluster_gpus(resources)
     if gpus and not driver_cuda:
-        return (f"the driver sees no CUDA device but the cluster offers {gpus} GPU(s): "
-                "use_gpu=torch.cuda.is_available() would train on CPU")
+        return _("the driver sees no CUDA device but the cluster offers {n} GPU(s): "
+                 "use_gpu=torch.cuda.is_available() would train on CPU").format(n=gpus)
     if driver_cuda and not gpus:
-        return ("the driver sees a CUDA device but the cluster offers no GPU: "
-                "use_gpu=True would wait for GPUs that Ray cannot give")
+        return _("the driver sees a CUDA device but the cluster offers no GPU: "
+                 "use_gpu=True would wait for GPUs that Ray cannot give")
     return ""
 
 

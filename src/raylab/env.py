@@ -9,6 +9,8 @@ import importlib.metadata as md
 import platform
 import sys
 
+from raylab.i18n import _
+
 # What the course was checked with. Python 3.12 is what the course documents; 3.11 works too.
 REQUIRED = {
     "ray": "2.58.0",
@@ -47,16 +49,16 @@ def checks() -> list[tuple[str, bool, str]]:
     for dist, wanted in REQUIRED.items():
         got = installed_version(dist)
         ok = got is not None and got.split("+")[0] == wanted
-        rows.append((dist, ok, f"{got or 'missing'} (course: {wanted})"))
+        rows.append((dist, ok, _("{got} (course: {wanted})").format(got=got or _("missing"), wanted=wanted)))
     try:
         import torch
 
         cuda = torch.cuda.is_available()
-        detail = f"{torch.cuda.device_count()} GPU(s), CUDA {torch.version.cuda}" if cuda else \
-            "no CUDA device: labs use CPU and the gloo backend"
+        detail = _("{n} GPU(s), CUDA {cuda}").format(n=torch.cuda.device_count(), cuda=torch.version.cuda) \
+            if cuda else _("no CUDA device: labs use CPU and the gloo backend")
         rows.append(("cuda", True, detail))
     except ImportError:
-        rows.append(("cuda", False, "torch is not importable"))
+        rows.append(("cuda", False, _("torch is not importable")))
     rows.append(slow_ray_import_check())
     return rows
 
@@ -70,9 +72,9 @@ def slow_ray_import_check() -> tuple[str, bool, str]:
     version = installed_version("jsonschema") or "0"
     newer = tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) >= (4, 24)
     slow = newer and importlib.util.find_spec("rfc3987_syntax") is not None
-    detail = (f"jsonschema {version} with rfc3987-syntax installed: every Ray process spends ~1.5 s "
-              "building a parser (pip install jsonschema==4.23.0)" if slow
-              else f"jsonschema {version}: no slow import in Ray's processes")
+    detail = (_("jsonschema {version} with rfc3987-syntax installed: every Ray process spends ~1.5 s "
+                "building a parser (pip install jsonschema==4.23.0)") if slow
+              else _("jsonschema {version}: no slow import in Ray's processes")).format(version=version)
     return ("ray import", not slow, detail)
 
 
@@ -80,7 +82,7 @@ def main() -> int:
     rows = checks()
     for name, ok, detail in rows:
         print(f"[{'OK' if ok else 'FAIL'}] {name:<11} {detail}")
-    return 0 if all(ok for _, ok, _ in rows) else 1
+    return 0 if all(ok for _name, ok, _detail in rows) else 1
 
 
 if __name__ == "__main__":

@@ -10,23 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from raylab.i18n import _
+from raylab.i18n import N_, Texts, _
 from raylab.kuberay import load_example
 
-FINDING_CODES = {
-    "BUNDLE_TOO_BIG": "no worker group's Pod offers the Ray resources of one Train worker bundle",
-    "MAX_REPLICAS_TOO_LOW": "the worker groups' maxReplicas cannot host every worker of every "
-                            "concurrent trial",
-    "NO_GPU_GROUP": "workers ask for GPUs but no node group of the Kubernetes cluster has GPUs",
-    "POD_LOCAL_STORAGE": "storage_path is not storage shared by the head and every worker Pod",
-    "DELETED_BEFORE_PERSISTED": "the RayCluster is deleted after the job while results live only "
-                                "in its Pods",
-    "RETRIES_EXCEED_DEADLINE": "the worst case of the allowed retries runs past "
-                               "activeDeadlineSeconds",
-    "NO_DEADLINE": "the RayJob sets no activeDeadlineSeconds",
-    "HEAD_DOES_NOT_FIT": "no node group the head Pod may run on has the allocatable CPU and memory "
-                         "the head Pod requests",
-}
+FINDING_CODES = Texts({
+    "BUNDLE_TOO_BIG": N_("no worker group's Pod offers the Ray resources of one Train worker bundle"),
+    "MAX_REPLICAS_TOO_LOW": N_("the worker groups' maxReplicas cannot host every worker of every "
+                               "concurrent trial"),
+    "NO_GPU_GROUP": N_("workers ask for GPUs but no node group of the Kubernetes cluster has GPUs"),
+    "POD_LOCAL_STORAGE": N_("storage_path is not storage shared by the head and every worker Pod"),
+    "DELETED_BEFORE_PERSISTED": N_("the RayCluster is deleted after the job while results live only "
+                                   "in its Pods"),
+    "RETRIES_EXCEED_DEADLINE": N_("the worst case of the allowed retries runs past "
+                                  "activeDeadlineSeconds"),
+    "NO_DEADLINE": N_("the RayJob sets no activeDeadlineSeconds"),
+    "HEAD_DOES_NOT_FIT": N_("no node group the head Pod may run on has the allocatable CPU and memory "
+                            "the head Pod requests"),
+})
 
 
 class Finding(NamedTuple):

@@ -15,11 +15,12 @@ KNOWN = ("number of trials", "trial の数")  # a check_equal label of lab 06's 
 
 
 def test_every_visible_test_text_is_translated_and_current_and_none_is_obsolete():
-    messages, unparsed = cm.extract()
+    messages, patterns, unparsed = cm.extract()
     found = rm.counts(rm.read("ja", cm.catalogue_path("ja")), messages)
     assert {kind: len(texts) for kind, texts in found.items()} == {"missing": 0, "stale": 0, "obsolete": 0}, found
     assert unparsed == []
-    assert len(messages) > 250  # the extraction found the labs' texts, not a handful
+    assert len(messages) > 400  # the extraction found the labs' texts, not a handful
+    assert len(patterns) > 140  # and the f-strings among them
     assert KNOWN[0] in messages
 
 
@@ -32,6 +33,31 @@ def test_a_new_visible_text_is_missing_until_translated():
     messages = cm.messages_of(cell, "lab/cell")
     found = rm.counts(rm.read("ja", cm.catalogue_path("ja")), messages)
     assert found["missing"] == ["a message no test cell had before"]
+
+
+def test_an_f_string_is_a_pattern_of_its_expressions_and_a_summary_line_a_text():
+    cell = ('check(ok, f"the folder {out[\'path\']!r} is not under {store:>10} {{braces}}", hint=f"{n} workers")\n'
+            'check(ok, f"{only_a_value}")\n'
+            'check_equal(a, b, f"types {{k: type(v).__name__ for k, v in r.items()}}")\n'
+            'check_equal(a, b, f"types { {k: type(v).__name__ for k, v in r.items()} }")\n'
+            'checked("the run folder and its checkpoints.")\n')
+    patterns = set()
+    found = cm.messages_of(cell, "lab/cell", patterns)
+    assert set(found) == patterns | {"the run folder and its checkpoints."}
+    assert patterns == {"the folder {out['path']} is not under {store} {{braces}}", "{n} workers",
+                        "types {{k: type(v).__name__ for k, v in r.items()}}",
+                        "types { {k: type(v).__name__ for k, v in r.items()} }"}  # a value alone is no pattern
+
+
+def test_a_lab_s_f_string_check_reads_in_japanese_with_its_values(monkeypatch):
+    import os
+    monkeypatch.setenv("RAYLAB_LANG", "ja")
+    out, store = {"path": "/tmp/elsewhere/first-run"}, "/tmp/store"
+    with pytest.raises(CheckFailed) as failed:  # lab 01's first visible check of the run folder
+        check(False, f"the run folder {out['path']!r} should be a folder under the storage_path given ({store})")
+    text = str(failed.value)
+    assert "'/tmp/elsewhere/first-run'" in text and "/tmp/store" in text
+    assert "storage_path" in text and "should be" not in text
 
 
 def test_hidden_tests_and_solutions_are_never_extracted():

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.grading import autograde
-from grader.proof import keys
+from grader.grading import autograde, edition
+from grader.proof import environment, keys
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ("00_lab_setup", "03_checkpoints_and_report")
@@ -46,7 +46,7 @@ def _submissions(root: Path) -> dict:
 
 
 def _keys(root: Path, subs: dict | None = None, options=OPTIONS) -> dict:
-    keys.environment_parts.cache_clear()
+    environment.environment_parts.cache_clear()
     builder = keys.KeyBuilder(options, root)
     return {name: builder.parts(name[0], nb, left_out).key
             for name, (nb, left_out) in (subs or _submissions(root)).items()}
@@ -147,7 +147,7 @@ def test_a_submission_s_code_and_its_cells_left_out_change_that_grading_only(tre
 @pytest.mark.parametrize("path", ["grader/grading/autograde.py", "grader/grading/trim.py", "grader/grading/nbgrader_ext.py",
                                   "grader/grading/isolation.py", "grader/grading/nbgrader_config.py", "nbgrader_config.py",
                                   "grader/grading/sandbox/enter.sh", "src/raylab/checks/common.py",
-                                  "src/raylab/kuberay_crds/README.md", "src/raylab/locale/ja.po",
+                                  "src/raylab/kuberay_crds/README.md", "src/raylab/i18n.py",
                                   "grader/grading/edition.py"])
 def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     subs = _submissions(ROOT)
@@ -155,6 +155,19 @@ def test_a_byte_of_the_recipe_or_of_raylab_changes_every_key(tree, path):
     with open(tree / path, "a") as fh:
         fh.write("\n")
     assert _changed(before, _keys(tree, subs)) == ALL
+
+
+@pytest.mark.parametrize("catalogue", ["src/raylab/locale/ja.po", "src/raylab/locale/ja-cells.po"])
+def test_a_japanese_catalogue_changes_the_keys_of_japanese_copies_only(tree, catalogue):
+    """An English kernel opens no catalogue (raylab.i18n): a translation re-keys its own edition."""
+    subs = _submissions(ROOT)
+    for (lab, kind), (nb, left_out) in list(subs.items()):
+        japanese = edition.marked(nbformat.reads(nb.decode(), as_version=4), "ja")
+        subs[(lab, kind + " ja")] = (nbformat.writes(japanese).encode(), left_out)
+    before = _keys(tree, subs)
+    with open(tree / catalogue, "a") as fh:
+        fh.write("\n")
+    assert _changed(before, _keys(tree, subs)) == {(lab, kind + " ja") for lab, kind in ALL}
 
 
 @pytest.mark.parametrize("path", ["grader/bench/labs.py", "grader/proof/roundtrip_rules.py", "grader/visible_catch.json",
@@ -203,7 +216,7 @@ def test_the_kernel_environment_and_the_grading_options_are_in_the_recipe(tree, 
 
 
 def test_the_course_environment_is_its_requirements_and_what_they_require(tree):
-    names = {keys._canonical(d.metadata["Name"]) for d in keys.course_distributions(tree)}
+    names = {environment.canonical(d.metadata["Name"]) for d in environment.course_distributions(tree)}
     assert {"ray", "torch", "nbgrader", "jupyterlab", "numpy", "nbformat", "nbclient"} <= names
     assert not {"pytest", "pytest-xdist", "playwright", "pyflakes", "jupyterhub"} & names  # other environments
     subs = _submissions(ROOT)
@@ -223,9 +236,9 @@ def test_a_distribution_is_keyed_by_its_recorded_files_not_by_where_the_environm
 
     record = ("demo/__init__.py,sha256=AAA,10\ndemo/__pycache__/x.pyc,,\n"
               "../../../bin/demo,sha256=BBB,50\ndemo-1.0.dist-info/INSTALLER,sha256=CCC,4\n")
-    base = keys.distribution_digest(Dist(record))
-    assert keys.distribution_digest(Dist(record.replace("BBB", "XXX").replace("CCC", "YYY"))) == base
-    assert keys.distribution_digest(Dist(record.replace("AAA", "AAB"))) != base
+    base = environment.distribution_digest(Dist(record))
+    assert environment.distribution_digest(Dist(record.replace("BBB", "XXX").replace("CCC", "YYY"))) == base
+    assert environment.distribution_digest(Dist(record.replace("AAA", "AAB"))) != base
 
 
 def test_the_machine_class_and_the_schema_are_in_every_key(tree, monkeypatch):

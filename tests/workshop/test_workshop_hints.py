@@ -47,3 +47,25 @@ def test_a_page_without_generic_hints_or_a_cell_that_cannot_be_placed_is_left_al
     page = 'Hint: reread "Intro" and run the visible checks again.'
     assert workshop_hints.refine(page, nbformat.writes(nb)) == (page, 0)
     assert workshop_hints.refine("Score: 1 / 1", nbformat.writes(nb)) == ("Score: 1 / 1", 0)
+
+
+def test_a_japanese_page_gets_its_hints_placed_in_japanese_and_a_japanese_course_hint_counts():
+    from nbclient import NotebookClient
+
+    from grader.grading.nbgrader_ext import HideGradeCellTracebacks
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("answer = 41"),
+        # a course check's own Japanese hint: this cell gets no generic pointer on the page
+        _grade_cell("raise AssertionError('値が違います\\nヒント: 42 です')", "own_hint"),
+        _grade_cell("assert isinstance(answer, int)\n### BEGIN HIDDEN TESTS\nassert answer == 42, 'wrong value'\n"
+                    "### END HIDDEN TESTS", "hidden_fails"),
+    ]
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
+    generic = HideGradeCellTracebacks.GENERIC_HINT["ja"].format(section="2. 再開")
+    page = f"<pre>AssertionError: 値が違います\nヒント: 42 です</pre><pre>AssertionError: x\n{generic}</pre>"
+    refined, changed = workshop_hints.refine(page, nbformat.writes(nb))
+    assert changed == 1
+    assert "表示されていないチェックの 1 つが失敗しました" in refined and "「2. 再開」" in refined
+    assert generic not in refined and "answer == 42" not in refined

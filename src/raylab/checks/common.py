@@ -25,6 +25,11 @@ def check(condition, message: str, *, hint: str | None = None) -> None:
         raise CheckFailed(text)
 
 
+def checked(what: str) -> None:
+    """Print the line that ends a visible test cell, saying what it verified."""
+    print(_("Checked: {what}").format(what=cell_text(what)))
+
+
 def check_equal(actual, expected, what: str, *, hint: str | None = None) -> None:
     what = cell_text(what)
     check(actual == expected, _("{what}: expected {expected!r}, got {actual!r}.").format(
