@@ -116,8 +116,6 @@ def _validate(page, learner) -> tuple[str, str]:
 
 
 def test_make_lab_edition_ja_shows_japanese_menus_and_messages(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     root_dir = tmp_path / "notebooks-ja"
     shutil.copytree(ROOT / "notebooks-ja" / LAB, root_dir / LAB)
     _japanese_copy_with_one_wrong_answer(root_dir)
@@ -126,58 +124,43 @@ def test_make_lab_edition_ja_shows_japanese_menus_and_messages(tmp_path):
     shots = tmp_path / "screenshots"
     shots.mkdir()
     server = MakeLab(tmp_path, root_dir)
-    killed: list[str] = []
-    try:
-        server.wait_ready()
-        with sync_playwright() as pw:
-            learner = tb.Learner(pw, server, tmp_path, shots)
-            try:
-                page = learner.page
-                page.goto(f"{server.base}/lab/tree/{LAB}/{LAB}.ipynb?reset&token={server.token}",
-                          timeout=tb.OPEN_S * 1000)
-                learner.panel.locator(".jp-Cell").first.wait_for(state="visible", timeout=tb.OPEN_S * 1000)
-                menus = [t.strip() for t in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
-                learner.shot("1-opened")
-                assert "ファイル" in menus and "File" not in menus, menus  # the language pack's "File"
-                deadline = time.monotonic() + tb.OPEN_S
-                while not server.kernel_idle():
-                    assert time.monotonic() < deadline, f"no idle kernel within {tb.OPEN_S} s"
-                    time.sleep(0.5)
-                cell = learner.panel.locator(".jp-CodeCell").first
-                cell.locator(".jp-InputArea-editor").click()
-                page.keyboard.press("Shift+Enter")
-                deadline = time.monotonic() + tb.RUN_ALL_S
-                while not re.search(r"\[\d+\]", cell.locator(".jp-InputPrompt").text_content() or ""):
-                    assert time.monotonic() < deadline, f"the setup cell did not finish in {tb.RUN_ALL_S} s"
-                    time.sleep(0.5)
-                output = cell.locator(".jp-OutputArea").text_content() or ""
-                learner.shot("2-setup-cell")
-                print(f"setup cell output:\n{output}")
-                assert "Traceback" not in output, output
-                assert JAPANESE.search(output), f"raylab's setup printed no Japanese:\n{output}"
-                assert ENGLISH_BANNER not in output, output
-                server.shutdown_kernels()
+    with tb.learner_session(server, tmp_path, shots) as learner:
+        page = learner.page
+        page.goto(f"{server.base}/lab/tree/{LAB}/{LAB}.ipynb?reset&token={server.token}",
+                  timeout=tb.OPEN_S * 1000)
+        learner.panel.locator(".jp-Cell").first.wait_for(state="visible", timeout=tb.OPEN_S * 1000)
+        menus = [t.strip() for t in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
+        learner.shot("1-opened")
+        assert "ファイル" in menus and "File" not in menus, menus  # the language pack's "File"
+        deadline = time.monotonic() + tb.OPEN_S
+        while not server.kernel_idle():
+            assert time.monotonic() < deadline, f"no idle kernel within {tb.OPEN_S} s"
+            time.sleep(0.5)
+        cell = learner.panel.locator(".jp-CodeCell").first
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + tb.RUN_ALL_S
+        while not re.search(r"\[\d+\]", cell.locator(".jp-InputPrompt").text_content() or ""):
+            assert time.monotonic() < deadline, f"the setup cell did not finish in {tb.RUN_ALL_S} s"
+            time.sleep(0.5)
+        output = cell.locator(".jp-OutputArea").text_content() or ""
+        learner.shot("2-setup-cell")
+        print(f"setup cell output:\n{output}")
+        assert "Traceback" not in output, output
+        assert JAPANESE.search(output), f"raylab's setup printed no Japanese:\n{output}"
+        assert ENGLISH_BANNER not in output, output
+        server.shutdown_kernels()
 
-                # Validate on the copy with a wrong answer: the failed check speaks Japanese
-                _open(page, learner, server, f"wrong/{LAB}/{LAB}.ipynb")
-                kind, dialog_text = _validate(page, learner)
-                learner.shot("3-validate-wrong-answer")
-                print(f"validate dialog:\n{dialog_text[:3000]}")
-                assert kind == "failed", f"validation of the wrong answer: {kind}\n{dialog_text[:2000]}"
-                assert japanese_hint in dialog_text, dialog_text[-3000:]
-                # the dialog shows the failed cell's code and traceback (where the hint is written
-                # in English, as code) and ends with the error's message: Japanese only
-                message = dialog_text[dialog_text.rindex("CheckFailed:"):]
-                print(f"the error's message:\n{message}")
-                assert japanese_hint in message and ENGLISH_HINT not in message, message
-                learner.close_dialog()
-            except BaseException:
-                learner.shot("failure")
-                print(f"\nscreenshots: {shots}\nserver log: {server.log_path}")
-                raise
-            finally:
-                learner.close()
-    finally:
-        killed = server.stop()
-        killed += tb._kill_leftover_browsers()
-    assert not killed, f"processes had to be killed after the test: {killed}"
+        # Validate on the copy with a wrong answer: the failed check speaks Japanese
+        _open(page, learner, server, f"wrong/{LAB}/{LAB}.ipynb")
+        kind, dialog_text = _validate(page, learner)
+        learner.shot("3-validate-wrong-answer")
+        print(f"validate dialog:\n{dialog_text[:3000]}")
+        assert kind == "failed", f"validation of the wrong answer: {kind}\n{dialog_text[:2000]}"
+        assert japanese_hint in dialog_text, dialog_text[-3000:]
+        # the dialog shows the failed cell's code and traceback (where the hint is written
+        # in English, as code) and ends with the error's message: Japanese only
+        message = dialog_text[dialog_text.rindex("CheckFailed:"):]
+        print(f"the error's message:\n{message}")
+        assert japanese_hint in message and ENGLISH_HINT not in message, message
+        learner.close_dialog()

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.authoring import lab_status, text as authoring
+from grader.authoring import lab_status, lab_time, text as authoring
 from grader.grading import course
 from grader.proof import mutants
 
@@ -212,12 +212,6 @@ def test_learner_header_states_learner_time_and_machine_time(lab, learner_copy):
     assert float(found.group(1)) > 0 and float(found.group(2)) > 0
 
 
-def measured_learner_seconds(guide: str) -> dict[str, float]:
-    """The learner-run column of docs/workshop.md's per-lab table (what `make bench` measured)."""
-    row = re.compile(r"^\| `(\d\d_[a-z0-9_]+)` \| (\d+(?:\.\d+)?) \|", re.MULTILINE)
-    return {lab: float(seconds) for lab, seconds in row.findall(guide)}
-
-
 def header_matches_measurement(stated_s: float, measured_s: float) -> bool:
     """A header's "about N s" is honest when it is within 20 % (at least 3 s) of the measurement."""
     return abs(stated_s - measured_s) <= max(3.0, 0.2 * measured_s)
@@ -229,7 +223,7 @@ def test_header_machine_time_agrees_with_the_measured_learner_run(lab):
     refill the table and the headers together."""
     if lab_status.in_progress(lab):
         pytest.skip(f"{lab} is in progress: benched before it is finished")
-    measured = measured_learner_seconds((course.ROOT / "docs" / "workshop.md").read_text())
+    measured = lab_time.machine_seconds()
     assert lab in measured, f"docs/workshop.md's per-lab table has no row for {lab}"
     found = TIME_LINE.search(_learner_markdown(course.release_path(lab))[0].source)
     assert found and found.group(0).endswith(" s on 2 CPU cores."), f"{lab}: state the machine time in seconds"
@@ -241,9 +235,38 @@ def test_header_machine_time_agrees_with_the_measured_learner_run(lab):
 def test_machine_time_check_can_fail():
     table = ("| lab | learner run (s) | grading run (s) |\n|---|---:|---:|\n"
              "| `07_train_tune_integration` | 46.3 | 30.8 |\n| `10_quiz` | 1.3 | 1.6 |\n")
-    assert measured_learner_seconds(table) == {"07_train_tune_integration": 46.3, "10_quiz": 1.3}
+    assert lab_time.measured_learner_seconds(table) == {"07_train_tune_integration": 46.3, "10_quiz": 1.3}
     assert not header_matches_measurement(35, 46.3) and header_matches_measurement(45, 46.3)
     assert header_matches_measurement(2, 1.3) and not header_matches_measurement(10, 1.3)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_header_learner_time_agrees_with_the_estimate_of_what_the_lab_asks(lab):
+    """The learner's time is the newcomer-paced estimate of the lab's reading, demo code, exercises
+    and machine time (grader/authoring/lab_time.py); refill the header when the lab grows."""
+    if lab_status.in_progress(lab):
+        pytest.skip(f"{lab} is in progress: timed before it is finished")
+    found = TIME_LINE.search(_learner_markdown(course.release_path(lab))[0].source)
+    assert found and " minutes " in found.group(0), f"{lab}: state the learner's time in minutes"
+    nb = nbformat.read(course.solution_path(lab), as_version=4)
+    estimate = lab_time.estimate_minutes(nb, lab_time.machine_seconds().get(lab, 0.0), quiz=lab == lab_time.QUIZ)
+    assert lab_time.agrees(float(found.group(1)), estimate), \
+        f"{lab}: the header says about {found.group(1)} minutes; the estimate is {estimate:.0f} " \
+        f"(state {lab_time.header_minutes(estimate)})"
+
+
+def test_the_learner_time_estimate_grows_with_what_a_lab_asks_and_its_check_can_fail():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(" ".join(["word"] * 300))]
+    assert lab_time.estimate_minutes(nb, 0) == pytest.approx(2.0)
+    answer = nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    # a comment\n    return 1\n"
+                                       "    ### END SOLUTION\n")
+    answer.metadata["nbgrader"] = {"solution": True, "grade_id": "f_answer"}
+    nb.cells.append(answer)
+    assert lab_time.estimate_minutes(nb, 30) == pytest.approx(2.0 + 10 + 0.5 + 1.0)
+    answer.metadata["nbgrader"]["grade_id"] = "capstone_script_answer"  # written from an empty file
+    assert lab_time.estimate_minutes(nb, 30) == pytest.approx(2.0 + 10 + 1.0 + 1.0)
+    assert lab_time.agrees(110, 100) and not lab_time.agrees(75, 100) and lab_time.header_minutes(101) == 105
 
 
 @pytest.mark.parametrize("lab", LABS)
