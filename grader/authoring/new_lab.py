@@ -46,10 +46,11 @@ def double(x):
     ### END SOLUTION
 
 #%% tests {short}_double_tests points=1
-from raylab.checks.common import check_equal
+from raylab.checks.common import check_equal, checked
 
 # requirement: doubles_any_number
 check_equal(double(3), 6, "double(3)", hint="reread exercise 1")
+checked("double of a positive integer.")
 ### BEGIN HIDDEN TESTS
 check_equal(double(-2.5), -5.0, "double(-2.5)")
 ### END HIDDEN TESTS

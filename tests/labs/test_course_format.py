@@ -269,6 +269,36 @@ def test_the_learner_time_estimate_grows_with_what_a_lab_asks_and_its_check_can_
     assert lab_time.agrees(110, 100) and not lab_time.agrees(75, 100) and lab_time.header_minutes(101) == 105
 
 
+def _last_visible_statement(source: str):
+    from grader.authoring import cell_messages
+
+    body = ast.parse(cell_messages.visible(source)).body
+    body = [node for node in body if not isinstance(node, ast.Pass)]  # a hidden block left a pass
+    return body[-1] if body else None
+
+
+def ends_with_checked(source: str) -> bool:
+    """Whether a test cell's visible part ends by saying what it verified: ``checked("...")``."""
+    last = _last_visible_statement(source)
+    return (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+            and isinstance(last.value.func, ast.Name) and last.value.func.id == "checked")
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab != "10_quiz"])  # the quiz checks only the form
+def test_every_visible_test_cell_ends_by_saying_what_it_verified(lab):
+    nb = nbformat.read(course.solution_path(lab), as_version=4)
+    tests = [c for c in nb.cells if c.cell_type == "code" and _meta(c).get("grade") and not _meta(c).get("solution")]
+    assert tests
+    missing = [_meta(c).get("grade_id") for c in tests if not ends_with_checked(c.source)]
+    assert missing == [], f"{lab}: end these test cells' visible part with checked('what it verified.'): {missing}"
+
+
+def test_the_summary_line_check_can_fail():
+    assert ends_with_checked('check(x, "m")\nchecked("x.")\n### BEGIN HIDDEN TESTS\ncheck(y, "h")\n### END HIDDEN TESTS\n')
+    assert not ends_with_checked('checked("x.")\ncheck(x, "m")\n')
+    assert not ends_with_checked('check(x, "m")\nprint("Checked: x.")\n')
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_learner_prose_has_no_claim_ids_or_authoring_words(lab, learner_copy):
     """Traceability (claim ids, the source it came from) lives in cell tags and grader/claims.yaml,
