@@ -83,8 +83,8 @@ def _texts(call: ast.Call):
     for arg in args:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value:
             yield arg.value, False
-        elif isinstance(arg, ast.JoinedStr) and pattern(arg):
-            yield pattern(arg), True
+        elif isinstance(arg, ast.JoinedStr) and (text := pattern(arg)):
+            yield text, True
 
 
 def messages_of(source: str, where: str, patterns: set | None = None) -> dict[str, list[str]]:
